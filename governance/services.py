@@ -1,0 +1,44 @@
+"""Governance services: filing a forget request (the logical forget happens here, synchronously,
+through the memory lifecycle service; propagation into derived artifacts is a job)."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import ForgetRequest, ForgetTombstone, subject_fingerprint
+from memory.actors import Actor
+from memory.errors import ValidationFailed
+from memory.models import Tenant
+from memory.services import memory_forget_subject
+
+
+def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason: str = "") -> ForgetRequest:
+    """Forget every record of `subject` in `tenant` now and open a request that propagation
+    completes. Idempotent in effect: a repeat finds nothing left and reports affected=0."""
+    subject = (subject or "").strip() if isinstance(subject, str) else ""
+    errors = {}
+    if not subject:
+        errors["subject"] = ["This field is required."]
+    elif len(subject) > 200:
+        errors["subject"] = ["At most 200 characters."]
+    if reason is not None and not isinstance(reason, str):
+        errors["reason"] = ["Must be a string."]
+    elif reason and len(reason) > 500:
+        errors["reason"] = ["At most 500 characters."]
+    if errors:
+        raise ValidationFailed("The forget request is invalid.", errors=errors)
+    with transaction.atomic():
+        outcome = memory_forget_subject(tenant_id=tenant.pk, subject=subject, actor=actor, reason=reason or "")
+        request = ForgetRequest.objects.create(
+            tenant=tenant, subject=subject, reason=reason or "", requested_by=actor.label,
+            requested_by_user=actor.user if actor.is_human else None,
+            affected=len(outcome.record_ids), lineage_affected=outcome.lineage_count,
+        )
+        request.records.through.objects.bulk_create(
+            [request.records.through(forgetrequest_id=request.pk, memoryrecord_id=pk) for pk in outcome.record_ids],
+            batch_size=1000,
+        )
+        ForgetTombstone.objects.get_or_create(
+            tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.slug, subject),
+            defaults={"forgotten_at": timezone.now()},
+        )
+    return request

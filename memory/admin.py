@@ -1,0 +1,131 @@
+"""Admin: tenants, agents and their tokens, kinds with their retention policy, and records.
+Records are read-only here; admins change them only through lifecycle actions (services)."""
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from simple_history.admin import SimpleHistoryAdmin
+
+from memory import services
+from memory.actors import Actor
+from memory.errors import DomainError
+from memory.models import AgentCredential, Agent, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Tenant
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    filter_horizontal = ["reviewers"]
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["slug", "tenant", "name", "created_at"]
+    list_filter = ["tenant"]
+    search_fields = ["slug", "name", "tenant__slug"]
+    list_select_related = ["tenant"]
+
+
+class _IssuedTokenAdmin(admin.ModelAdmin):
+    """Creates the hashed token on save and shows the raw token once, in a message."""
+
+    readonly_fields = ["token_hint", "created_at"]
+    actions = ["revoke"]
+
+    def save_model(self, request: HttpRequest, obj, form, change: bool) -> None:
+        raw = None if change else obj.assign_new_token()
+        super().save_model(request, obj, form, change)
+        if raw:
+            messages.warning(request, f"Token for {obj} (shown once, store it now): {raw}")
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        messages.success(request, f"Revoked {count} token(s).")
+
+
+@admin.register(AgentCredential)
+class AgentCredentialAdmin(_IssuedTokenAdmin):
+    list_display = ["__str__", "agent", "purposes", "can_assert_operator", "can_forget", "can_confirm", "created_at", "revoked_at"]
+    list_filter = ["can_assert_operator", "can_forget", "can_confirm", "agent__tenant"]
+    search_fields = ["agent__slug", "agent__tenant__slug", "label", "token_hint"]
+    list_select_related = ["agent__tenant"]
+
+
+@admin.register(ReviewerToken)
+class ReviewerTokenAdmin(_IssuedTokenAdmin):
+    list_display = ["__str__", "user", "created_at", "revoked_at"]
+    search_fields = ["user__username", "token_hint"]
+
+
+@admin.register(MemoryKind)
+class MemoryKindAdmin(SimpleHistoryAdmin):
+    list_display = ["name", "default_ttl", "max_ttl", "review_interval", "auto_admit_authorities", "purge_after"]
+    search_fields = ["name"]
+
+
+@admin.register(MemoryRecord)
+class MemoryRecordAdmin(SimpleHistoryAdmin):
+    list_display = ["id", "tenant", "agent", "kind", "subject", "purpose", "status", "authority", "trust", "version", "created_at", "expires_at"]
+    list_filter = ["status", "kind", "authority", "trust", "source_type", "contaminated", "tenant"]
+    search_fields = ["=id", "subject", "purpose", "agent__slug", "tenant__slug"]
+    date_hierarchy = "created_at"
+    list_select_related = ["tenant", "agent__tenant", "kind"]
+    actions = ["promote", "reject", "retire"]
+    fieldsets = [
+        ("Scope", {"fields": ["tenant", "agent", "subject", "purpose", "kind"]}),
+        ("Claim", {"fields": ["shown_content", "content_hash", "authority", "trust", "confidence", "quarantine_reason", "reviewed_by", "reviewed_at"]}),
+        ("Provenance", {"fields": ["source_type", "source_uri", "session_id", "turn_id", "tool", "source_version", "observed_at", "contaminated"]}),
+        ("Time", {"fields": ["created_at", "valid_from", "valid_to", "confirmed_at", "expires_at", "last_used_at"]}),
+        ("Lifecycle", {"fields": ["status", "status_changed_at", "version", "supersedes"]}),
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f for fs in self.fieldsets for f in fs[1]["fields"]]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # records leave through forget and prune, which keep the audit trail honest
+
+    @admin.display(description="content")
+    def shown_content(self, obj: MemoryRecord) -> str:
+        return obj.visible_content if obj.visible_content is not None else "(forgotten)"
+
+    def _apply(self, request: HttpRequest, queryset: QuerySet, service, verb: str) -> None:
+        actor = Actor.for_user(request.user, channel="admin")
+        done, failed = 0, 0
+        for record in queryset.only("pk", "version"):
+            try:
+                service(record_id=record.pk, expected_version=record.version, actor=actor, note="admin action")
+                done += 1
+            except DomainError as exc:
+                failed += 1
+                messages.error(request, f"{record.pk}: {exc.detail}")
+        if done:
+            messages.success(request, f"{verb} {done} record(s).")
+
+    @admin.action(description="Promote selected quarantined records")
+    def promote(self, request, queryset):
+        self._apply(request, queryset, services.memory_promote, "Promoted")
+
+    @admin.action(description="Reject selected quarantined records")
+    def reject(self, request, queryset):
+        self._apply(request, queryset, services.memory_reject, "Rejected")
+
+    @admin.action(description="Retire selected active records (expire now)")
+    def retire(self, request, queryset):
+        self._apply(request, queryset, services.memory_retire, "Retired")
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    list_display = ["key", "credential", "response_status", "record", "created_at"]
+    readonly_fields = ["credential", "key", "fingerprint", "response_status", "record", "created_at"]
+    list_select_related = ["credential__agent__tenant"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -1,0 +1,478 @@
+"""Lifecycle services: the only code that creates memory records or changes their status.
+
+Every function is keyword-only and atomic; every transition takes the caller's expected version
+(compare-and-swap under a row lock) and leaves exactly one history row per record with its reason
+(`review.promote`, `job.expire`, ...), its actor and an optional note. The API, the reviewer UI,
+the admin and the Celery jobs all call these.
+"""
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+from simple_history.utils import bulk_update_with_history
+
+from memory.actors import Actor
+from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
+from memory.models import (
+    TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind, MemoryRecord, SourceType, Status, Trust,
+    content_digest,
+)
+from memory.validation import WriteDraft, parse_write
+
+# Fields a transition may change; bulk updates write exactly these.
+TRANSITION_FIELDS = ["status", "status_changed_at", "version", "trust", "reviewed_by", "reviewed_at", "confirmed_at", "expires_at"]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    record: MemoryRecord
+    replayed: bool  # True when an Idempotency-Key returned an earlier result
+
+
+# --------------------------------------------------------------------------------------------
+# history helpers
+
+
+def _stamp(record: MemoryRecord, *, actor: Actor, reason: str, note: str = "") -> None:
+    """Attach who/why to the instance; simple-history copies it into the history row on save."""
+    record._change_reason = reason
+    record._history_actor = actor.label
+    record._history_note = note[:500]
+    if actor.user is not None:
+        record._history_user = actor.user
+
+
+def _bulk_transition(records: list[MemoryRecord], *, actor: Actor, reason: str, note: str = "") -> None:
+    """Write a batch of already-mutated records with one history row each, in set-based queries."""
+    if not records:
+        return
+    bulk_update_with_history(
+        records, MemoryRecord, TRANSITION_FIELDS, batch_size=500,
+        default_user=actor.user, default_change_reason=reason,
+        custom_historical_attrs={"history_actor": actor.label, "history_note": note[:500]},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# write
+
+
+def request_fingerprint(data: Any) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _kinds() -> dict[str, MemoryKind]:
+    return {kind.name: kind for kind in MemoryKind.objects.all()}
+
+
+def _check_body_scope(credential: AgentCredential, data: Any) -> None:
+    if not isinstance(data, Mapping):
+        return
+    agent = credential.agent
+    if "tenant" in data and data["tenant"] not in (None, agent.tenant.slug):
+        raise ScopeDenied("The body names another tenant than the token's.", errors={"tenant": ["Not your tenant."]})
+    if "agent" in data and data["agent"] not in (None, agent.slug):
+        raise ScopeDenied("The body names another agent than the token's.", errors={"agent": ["Not your agent."]})
+
+
+def _admission(draft: WriteDraft) -> tuple[str, str, str]:
+    """Quarantine or admit: returns (status, trust, why quarantined)."""
+    if draft.derived_from:
+        return Status.QUARANTINED, Trust.UNTRUSTED, "Derived record (summary or merge): always reviewed."
+    if draft.provenance["contaminated"]:
+        return Status.QUARANTINED, Trust.UNTRUSTED, "The writing session was contaminated by external content."
+    if draft.authority not in draft.kind.auto_admit_authorities:
+        return (
+            Status.QUARANTINED, Trust.UNTRUSTED,
+            f"Authority '{draft.authority}' is not auto-admitted for kind '{draft.kind.name}'.",
+        )
+    return Status.ACTIVE, Trust.TRUSTED, ""
+
+
+def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str | None = None) -> WriteResult:
+    """Validate and store one memory for the credential's tenant and agent.
+
+    Raises ValidationFailed (400), ScopeDenied (403) or Conflict (409); on any error nothing is written.
+    """
+    if idempotency_key is not None and not (0 < len(idempotency_key) <= 200):
+        raise ValidationFailed("Idempotency-Key must be 1 to 200 characters.", errors={"Idempotency-Key": ["Invalid length."]})
+    fingerprint = request_fingerprint(data) if idempotency_key else ""
+    if idempotency_key:
+        replay = _idempotent_replay(credential, idempotency_key, fingerprint)
+        if replay:
+            return replay
+
+    _check_body_scope(credential, data)
+    now = timezone.now()
+    draft = parse_write(data, kinds=_kinds(), now=now)
+    if not credential.allows_purpose(draft.purpose):
+        raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+    if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
+        raise ScopeDenied("This token may not assert operator authority.", errors={"authority": ["Operator authority not allowed."]})
+    if draft.derived_from and draft.authority != Authority.AGENT:
+        raise ValidationFailed(
+            "A derived record is the agent's own claim.", errors={"authority": ["Derived records must have authority 'agent'."]}
+        )
+    actor = Actor.for_credential(credential)
+
+    try:
+        with transaction.atomic():
+            record = _create_record(draft, credential=credential, actor=actor, now=now)
+            if idempotency_key:
+                IdempotencyKey.objects.create(
+                    credential=credential, key=idempotency_key, fingerprint=fingerprint, response_status=201, record=record
+                )
+    except IntegrityError:
+        # A concurrent request with the same key won the race: return its result.
+        if idempotency_key:
+            replay = _idempotent_replay(credential, idempotency_key, fingerprint)
+            if replay:
+                return replay
+        raise
+    return WriteResult(record=record, replayed=False)
+
+
+def _idempotent_replay(credential: AgentCredential, key: str, fingerprint: str) -> WriteResult | None:
+    entry = IdempotencyKey.objects.filter(credential=credential, key=key).select_related("record").first()
+    if entry is None:
+        return None
+    if entry.fingerprint != fingerprint:
+        raise Conflict("This Idempotency-Key was used with a different body.", code="idempotency_mismatch")
+    if entry.record is None:
+        raise Conflict("The record this Idempotency-Key created no longer exists.", code="idempotency_gone")
+    return WriteResult(record=entry.record, replayed=True)
+
+
+def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime) -> MemoryRecord:
+    agent = credential.agent
+    status, trust, why = _admission(draft)
+    sources = _derivation_sources(draft, credential) if draft.derived_from else []
+    superseded = _lock_supersession_target(draft, credential) if draft.supersedes else None
+    provenance = draft.provenance
+    if sources and any(source.contaminated for source in sources):
+        provenance = {**provenance, "contaminated": True}
+
+    record = MemoryRecord(
+        tenant_id=agent.tenant_id, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
+        content=draft.content, content_hash=content_digest(draft.content),
+        source_type=provenance["source_type"], source_uri=provenance["uri"], session_id=provenance["session_id"],
+        turn_id=provenance["turn_id"], tool=provenance["tool"], source_version=provenance["source_version"],
+        observed_at=provenance["observed_at"], contaminated=provenance["contaminated"],
+        authority=draft.authority, trust=trust, quarantine_reason=why, confidence=draft.confidence,
+        created_at=now, confirmed_at=now, status_changed_at=now, expires_at=draft.expires_at,
+        valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=superseded,
+    )
+    _stamp(record, actor=actor, reason=f"write.{status}")
+    record.save(force_insert=True)
+    if sources:
+        record.derived_from.set(sources)
+    if superseded is not None and status == Status.ACTIVE:
+        _supersede_locked(superseded, actor=actor, reason=f"{actor.channel}.supersede", now=now)
+    return record
+
+
+def _derivation_sources(draft: WriteDraft, credential: AgentCredential) -> list[MemoryRecord]:
+    agent = credential.agent
+    sources = list(
+        MemoryRecord.objects.filter(
+            pk__in=draft.derived_from, tenant_id=agent.tenant_id, agent=agent, purpose=draft.purpose,
+        ).exclude(status=Status.FORGOTTEN)
+    )
+    if len(sources) != len(draft.derived_from):
+        raise ValidationFailed(
+            "Some sources are not records of this agent and purpose.",
+            errors={"derived_from": ["Every source must be an existing, unforgotten record in your scope and purpose."]},
+        )
+    return sources
+
+
+def _lock_supersession_target(draft: WriteDraft, credential: AgentCredential) -> MemoryRecord:
+    agent = credential.agent
+    target = (
+        MemoryRecord.objects.select_for_update()
+        .filter(pk=draft.supersedes, tenant_id=agent.tenant_id, agent=agent, purpose=draft.purpose)
+        .first()
+    )
+    if target is None:
+        raise Conflict("supersedes must name a record of your tenant, agent and purpose.", code="supersedes_unknown")
+    if target.status != Status.ACTIVE:
+        raise Conflict(f"The record to supersede is {target.status}, not active.", code="supersedes_not_active")
+    if target.version != draft.supersedes_version:
+        raise StaleVersion(
+            f"The record to supersede is at version {target.version}, not {draft.supersedes_version}.",
+            code="stale_version",
+        )
+    return target
+
+
+def _supersede_locked(record: MemoryRecord, *, actor: Actor, reason: str, now: datetime, note: str = "") -> None:
+    record.status = Status.SUPERSEDED
+    record.status_changed_at = now
+    record.version += 1
+    _stamp(record, actor=actor, reason=reason, note=note)
+    record.save(update_fields=TRANSITION_FIELDS)
+
+
+# --------------------------------------------------------------------------------------------
+# single-record transitions (compare-and-swap)
+
+
+def _scoped(actor: Actor) -> QuerySet[MemoryRecord]:
+    qs = MemoryRecord.objects.all()
+    if actor.is_agent:
+        return qs.filter(agent_id=actor.credential.agent_id)
+    if actor.tenant_ids is not None:
+        return qs.filter(tenant_id__in=actor.tenant_ids)
+    return qs
+
+
+def _transition(
+    name: str, *, record_id: uuid.UUID | str, expected_version: int, actor: Actor, note: str = "",
+    mutate: Callable[[MemoryRecord, datetime], None] | None = None,
+) -> MemoryRecord:
+    allowed_from, target = TRANSITIONS[name]
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise ValidationFailed("expected_version is required.", errors={"expected_version": ["Must be an integer."]})
+    with transaction.atomic():
+        record = _scoped(actor).select_for_update().filter(pk=record_id).first()
+        if record is None:
+            raise RecordNotFound("No such memory in your scope.")
+        if record.version != expected_version:
+            raise StaleVersion(
+                f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
+                code="stale_version",
+            )
+        if record.status not in allowed_from:
+            raise InvalidTransition(f"Cannot {name} a memory that is {record.status}.", code="invalid_transition")
+        now = timezone.now()
+        if record.status != target:
+            record.status = target
+            record.status_changed_at = now
+        if mutate:
+            mutate(record, now)
+        record.version += 1
+        _stamp(record, actor=actor, reason=f"{actor.channel}.{name}", note=note)
+        record.save(update_fields=TRANSITION_FIELDS)
+        return record
+
+
+def _require_human(actor: Actor, action: str) -> None:
+    if not actor.is_human:
+        raise ScopeDenied(f"Only a human reviewer may {action} a memory.")
+
+
+def _mark_reviewed(actor: Actor) -> Callable[[MemoryRecord, datetime], None]:
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        record.trust = Trust.VERIFIED
+        record.reviewed_by = actor.user
+        record.reviewed_at = now
+
+    return mutate
+
+
+def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
+    """quarantined -> active, trust verified. Humans only. A record that corrects another supersedes
+    it now, if that one is still active."""
+    _require_human(actor, "promote")
+    review = _mark_reviewed(actor)
+
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        review(record, now)
+        record.confirmed_at = now
+
+    with transaction.atomic():
+        record = _transition("promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
+        if record.supersedes_id:
+            previous = MemoryRecord.objects.select_for_update().filter(pk=record.supersedes_id, status=Status.ACTIVE).first()
+            if previous is not None:
+                _supersede_locked(previous, actor=actor, reason="review.supersede", now=record.reviewed_at, note=note)
+        return record
+
+
+def memory_reject(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
+    """quarantined -> rejected. Humans only."""
+    _require_human(actor, "reject")
+    return _transition("reject", record_id=record_id, expected_version=expected_version, actor=actor, note=note,
+                       mutate=_mark_reviewed(actor))
+
+
+def memory_confirm(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
+    """Re-checked against its source: confirmed_at = now. A human confirmation verifies the record."""
+    if actor.is_agent and not actor.credential.can_confirm:
+        raise ScopeDenied("This token may not confirm memories.")
+    if not (actor.is_agent or actor.is_human):
+        raise ScopeDenied("Only reviewers and agents with the confirm capability may confirm.")
+    review = _mark_reviewed(actor) if actor.is_human else None
+
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        record.confirmed_at = now
+        if review:
+            review(record, now)
+
+    return _transition("confirm", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
+
+
+def memory_retire(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
+    """active -> expired now. Humans only."""
+    _require_human(actor, "retire")
+
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        record.expires_at = max(now, record.created_at + timedelta(microseconds=1))
+
+    return _transition("retire", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
+
+
+def memory_restore(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
+    """superseded -> active again (undoing a supersession). Humans only; a record past its expiry
+    stays superseded, since expiry would take it out at once."""
+    _require_human(actor, "restore")
+
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        if record.expires_at <= now:
+            raise InvalidTransition("The memory has expired meanwhile; it is not restored.", code="expired")
+
+    return _transition("restore", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
+
+
+def memory_supersede(
+    *, record_id, expected_version: int, actor: Actor, content: str, note: str = ""
+) -> MemoryRecord:
+    """A reviewer's correction: a new active, verified record with the corrected content replaces
+    the old one, which becomes superseded. The new record's provenance names the reviewer."""
+    _require_human(actor, "supersede")
+    content = (content or "").strip()
+    if not content:
+        raise ValidationFailed("The correction is empty.", errors={"content": ["Content may not be empty."]})
+    if len(content) > settings.MEMORY_MAX_CONTENT_CHARS:
+        raise ValidationFailed("The correction is too long.", errors={"content": [f"At most {settings.MEMORY_MAX_CONTENT_CHARS} characters."]})
+    with transaction.atomic():
+        old = _transition("supersede", record_id=record_id, expected_version=expected_version, actor=actor, note=note)
+        now = timezone.now()
+        username = actor.user.get_username()
+        record = MemoryRecord(
+            tenant_id=old.tenant_id, agent_id=old.agent_id, subject=old.subject, purpose=old.purpose, kind_id=old.kind_id,
+            content=content, content_hash=content_digest(content),
+            source_type=SourceType.OPERATOR_CONFIG, source_uri=f"review://{username}/corrects/{old.pk}",
+            session_id="", turn_id="", tool="", source_version=str(old.version), observed_at=now, contaminated=False,
+            authority=Authority.OPERATOR, trust=Trust.VERIFIED, reviewed_by=actor.user, reviewed_at=now,
+            confidence=1.0, created_at=now, confirmed_at=now, status_changed_at=now,
+            expires_at=now + min(old.kind.default_ttl, old.kind.max_ttl),
+            valid_from=None, valid_to=None, status=Status.ACTIVE, version=1, supersedes=old,
+        )
+        _stamp(record, actor=actor, reason="review.correct", note=note)
+        record.save(force_insert=True)
+        return record
+
+
+# --------------------------------------------------------------------------------------------
+# batch transitions (jobs and forget)
+
+
+def memory_expire(*, record_id, expected_version: int, actor: Actor) -> MemoryRecord:
+    """One record past its expiry -> expired."""
+
+    def mutate(record: MemoryRecord, now: datetime) -> None:
+        if record.expires_at > now:
+            raise InvalidTransition("The memory has not expired yet.", code="not_expired")
+
+    return _transition("expire", record_id=record_id, expected_version=expected_version, actor=actor, mutate=mutate)
+
+
+def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: int = 2000,
+                      max_batches: int | None = None) -> int:
+    """Expire every active or quarantined record past `expires_at`, one locked batch per
+    transaction. Rows another run holds are skipped, so concurrent runs never double a transition,
+    and a run killed mid-way loses only its uncommitted batch, which the next run picks up."""
+    now = now or timezone.now()
+    allowed_from, target = TRANSITIONS["expire"]
+    total = batches = 0
+    while max_batches is None or batches < max_batches:
+        with transaction.atomic():
+            records = list(
+                MemoryRecord.objects.select_for_update(skip_locked=True)
+                .filter(status__in=allowed_from, expires_at__lte=now)
+                .order_by("expires_at")[:batch_size]
+            )
+            for record in records:
+                record.status = target
+                record.status_changed_at = now
+                record.version += 1
+            _bulk_transition(records, actor=actor, reason=f"{actor.channel}.expire")
+        total += len(records)
+        batches += 1
+        if len(records) < batch_size:
+            break
+    return total
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    record_ids: list[uuid.UUID]  # every record forgotten now, lineage included
+    subject_count: int  # of which directly about the subject
+    lineage_count: int  # derived records forgotten because a source was
+
+
+def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason: str = "") -> ForgetOutcome:
+    """Logical forget, synchronous: every record of the subject in the tenant (whatever its agent
+    or status), and every record derived from one of them, becomes `forgotten`. Recall excludes
+    them as soon as this commits; content is removed from storage by forget propagation."""
+    if not actor.may_access_tenant(tenant_id):
+        raise RecordNotFound("No such tenant in your scope.")
+    if actor.is_agent and not actor.credential.can_forget:
+        raise ScopeDenied("This token may not forget subjects.")
+    now = timezone.now()
+    with transaction.atomic():
+        direct = _forget_locked(
+            MemoryRecord.objects.filter(tenant_id=tenant_id, subject=subject), actor=actor, now=now,
+            reason=f"{actor.channel}.forget", note=reason,
+        )
+        lineage: list[uuid.UUID] = []
+        frontier = direct
+        while frontier:  # derived records of derived records, too
+            frontier = _forget_locked(
+                MemoryRecord.objects.filter(derived_from__in=frontier).distinct(), actor=actor, now=now,
+                reason=f"{actor.channel}.forget_lineage", note=reason,
+            )
+            lineage.extend(frontier)
+    return ForgetOutcome(record_ids=direct + lineage, subject_count=len(direct), lineage_count=len(lineage))
+
+
+def _forget_locked(queryset: QuerySet[MemoryRecord], *, actor: Actor, now: datetime, reason: str, note: str) -> list[uuid.UUID]:
+    ids = list(queryset.exclude(status=Status.FORGOTTEN).values_list("pk", flat=True))
+    done: list[uuid.UUID] = []
+    for start in range(0, len(ids), 1000):
+        records = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000]).exclude(status=Status.FORGOTTEN))
+        for record in records:
+            record.status = Status.FORGOTTEN
+            record.status_changed_at = now
+            record.version += 1
+        _bulk_transition(records, actor=actor, reason=reason, note=note)
+        done.extend(record.pk for record in records)
+    return done
+
+
+# --------------------------------------------------------------------------------------------
+# recall bookkeeping
+
+
+def memory_mark_used(*, record_ids: Iterable[uuid.UUID], at: datetime | None = None, granularity: timedelta = timedelta(minutes=1)) -> int:
+    """Set last_used_at for recalled records in one UPDATE. Not a transition (no history row: the
+    field is excluded from history); rows touched within `granularity` are skipped so hot records
+    are not rewritten on every recall."""
+    at = at or timezone.now()
+    ids = list(record_ids)
+    if not ids:
+        return 0
+    return MemoryRecord.objects.filter(pk__in=ids).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity)
+    ).update(last_used_at=at)

@@ -1,0 +1,97 @@
+"""Shared fixtures: tenants, agents, tokens and reviewers made through the real models and
+services, plus a builder for valid write bodies."""
+
+import itertools
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from memory.actors import REVIEWERS_GROUP, Actor
+from memory.models import Agent, AgentCredential, Tenant
+from memory.services import memory_write
+
+_counter = itertools.count(1)
+
+
+def memory_body(**overrides: Any) -> dict:
+    """A valid write body (user preference from a clean user turn); override any field."""
+    n = next(_counter)
+    body = {
+        "kind": "preference",
+        "subject": "customer/acme",
+        "purpose": "support",
+        "content": f"Prefers email over phone ({n}).",
+        "authority": "user",
+        "confidence": 0.9,
+        "provenance": {
+            "source_type": "user_turn", "uri": f"chat://session/s-1#turn-{n}", "session_id": "s-1", "turn_id": str(n),
+            "tool": None, "source_version": None, "observed_at": "2026-11-29T10:00:00Z", "contaminated": False,
+        },
+    }
+    for key, value in overrides.items():
+        if key == "provenance":
+            body["provenance"] = {**body["provenance"], **value}
+        else:
+            body[key] = value
+    return body
+
+
+@pytest.fixture
+def tenant(db) -> Tenant:
+    return Tenant.objects.create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_tenant(db) -> Tenant:
+    return Tenant.objects.create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def make_credential(db):
+    def make(tenant: Tenant, agent_slug: str = "support-bot", purposes=("support",), **capabilities) -> AgentCredential:
+        agent, _ = Agent.objects.get_or_create(tenant=tenant, slug=agent_slug)
+        credential, raw = AgentCredential.issue(agent=agent, purposes=list(purposes), **capabilities)
+        credential.raw_token = raw
+        return credential
+
+    return make
+
+
+@pytest.fixture
+def credential(tenant, make_credential) -> AgentCredential:
+    return make_credential(tenant, can_forget=True, can_confirm=True)
+
+
+@pytest.fixture
+def make_reviewer(db):
+    def make(*tenants: Tenant, username: str = "rita", password: str = "review-pass-123"):
+        user = get_user_model().objects.create_user(username=username, password=password)
+        user.groups.add(Group.objects.get_or_create(name=REVIEWERS_GROUP)[0])
+        for t in tenants:
+            t.reviewers.add(user)
+        user.raw_password = password
+        return user
+
+    return make
+
+
+@pytest.fixture
+def reviewer(tenant, make_reviewer):
+    return make_reviewer(tenant)
+
+
+@pytest.fixture
+def reviewer_actor(reviewer) -> Actor:
+    return Actor.for_user(reviewer)
+
+
+@pytest.fixture
+def write(credential):
+    """Write through the real service: write(**body_overrides) -> record."""
+
+    def do(credential_=None, idempotency_key=None, **overrides):
+        return memory_write(credential=credential_ or credential, data=memory_body(**overrides), idempotency_key=idempotency_key).record
+
+    return do
