@@ -1,0 +1,197 @@
+"""Recall: hard filters in the database first, explainable ranking second, then the token budget.
+
+1. Candidates come only from `records_in_scope` for the credential, in the requested purpose
+   (which the token must allow), optionally one subject and some kinds, `active`, unexpired and
+   valid now. Nothing is searched globally and filtered afterwards.
+2. Within those, a bounded pool is taken: on PostgreSQL the best full-text matches (stored
+   tsvector + GIN index, `ts_rank_cd`) plus the most recently confirmed records; on SQLite the most
+   recently confirmed records, scored for words in Python.
+3. Each candidate is scored as a sum of visible parts (lexical, authority, confidence, recency);
+   items fill the token budget in rank order, skipping (and counting) those that do not fit.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from memory.actors import Actor
+from memory.errors import ScopeDenied, ValidationFailed
+from memory.models import Authority, AgentCredential, MemoryKind, MemoryRecord, Status
+from memory.selectors import records_in_scope
+from memory.services import memory_mark_used
+
+AUTHORITY_WEIGHT = {Authority.OPERATOR: 1.0, Authority.USER: 0.8, Authority.THIRD_PARTY: 0.4, Authority.AGENT: 0.3}
+LEXICAL_WEIGHT = 3.0
+CONFIDENCE_WEIGHT = 0.5
+RECENCY_HALF_LIFE_DAYS = 30.0
+RECENT_POOL = 50  # records taken by recency besides the lexical matches
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_STOP = frozenset("a an and are as at be by does for from has have how i in is it of on or that the this to was what when where which who why with".split())
+
+
+@dataclass
+class RecallQuery:
+    query: str
+    purpose: str
+    subject: str | None = None
+    kinds: list[str] | None = None
+    limit: int = 10
+    token_budget: int | None = None
+
+
+@dataclass
+class RecallItem:
+    record: MemoryRecord
+    score: float
+    score_parts: dict[str, float]
+    tokens: int
+    context: str
+
+
+@dataclass
+class RecallResult:
+    items: list[RecallItem] = field(default_factory=list)
+    tokens_used: int = 0
+    omitted_for_budget: int = 0
+    candidates: int = 0
+
+
+def parse_recall(data: Any) -> RecallQuery:
+    errors: dict[str, list[str]] = {}
+    if not isinstance(data, dict):
+        raise ValidationFailed("The body must be a JSON object.", errors={"non_field_errors": ["Expected an object."]})
+    query = data.get("query", "")
+    if not isinstance(query, str) or len(query) > 1000:
+        errors["query"] = ["Must be a string of at most 1000 characters."]
+    purpose = data.get("purpose")
+    if not isinstance(purpose, str) or not purpose.strip():
+        errors["purpose"] = ["This field is required."]
+    subject = data.get("subject")
+    if subject is not None and (not isinstance(subject, str) or not subject.strip() or len(subject) > 200):
+        errors["subject"] = ["Must be a non-empty string of at most 200 characters."]
+    kinds = data.get("kinds")
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            errors["kinds"] = ["Must be a list of kind names."]
+        else:
+            unknown = set(kinds) - set(MemoryKind.objects.filter(name__in=kinds).values_list("name", flat=True))
+            if unknown:
+                errors["kinds"] = [f"Unknown kinds: {', '.join(sorted(unknown))}."]
+    limit = data.get("limit", 10)
+    max_limit = settings.MEMORY_RECALL_MAX_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
+        errors["limit"] = [f"Must be an integer from 1 to {max_limit}."]
+    budget = data.get("token_budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= 1_000_000):
+        errors["token_budget"] = ["Must be a positive integer."]
+    unknown_fields = set(data) - {"query", "purpose", "subject", "kinds", "limit", "token_budget"}
+    for name in sorted(unknown_fields):
+        errors[name] = ["Unknown field."]
+    if errors:
+        raise ValidationFailed("The recall request is invalid.", errors=errors)
+    return RecallQuery(query=query, purpose=purpose.strip(), subject=subject, kinds=kinds, limit=limit, token_budget=budget)
+
+
+def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
+    """The hard filters, as one scoped database query."""
+    qs = records_in_scope(Actor.for_credential(credential)).filter(
+        purpose=q.purpose, status=Status.ACTIVE, expires_at__gt=now,
+    ).filter(Q(valid_from__isnull=True) | Q(valid_from__lte=now), Q(valid_to__isnull=True) | Q(valid_to__gt=now))
+    if q.subject:
+        qs = qs.filter(subject=q.subject)
+    if q.kinds:
+        qs = qs.filter(kind__name__in=q.kinds)
+    return qs
+
+
+def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None) -> RecallResult:
+    if not credential.allows_purpose(q.purpose):
+        raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+    now = now or timezone.now()
+    candidates = recall_candidates(credential, q, now=now).select_related("kind")
+    pool = _pool(candidates, q.query, limit=max(settings.MEMORY_RECALL_CANDIDATES, q.limit))
+    terms = query_terms(q.query)
+    ranked = sorted(
+        (_score(record, lexical, terms, now) for record, lexical in pool),
+        key=lambda item: (-item.score, item.record.created_at),
+    )
+    result = RecallResult(candidates=len(ranked))
+    remaining = q.token_budget
+    for item in ranked:
+        if len(result.items) >= q.limit:
+            break
+        if remaining is not None and item.tokens > remaining:
+            result.omitted_for_budget += 1
+            continue
+        result.items.append(item)
+        result.tokens_used += item.tokens
+        if remaining is not None:
+            remaining -= item.tokens
+    memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
+    return result
+
+
+def query_terms(query: str) -> list[str]:
+    return [w for w in (t.lower() for t in _WORD.findall(query or "")) if w not in _STOP and len(w) > 1]
+
+
+def _pool(candidates: QuerySet[MemoryRecord], query: str, *, limit: int) -> list[tuple[MemoryRecord, float | None]]:
+    """A bounded set of candidates with their database lexical rank (None = score in Python)."""
+    recent = candidates.order_by("-confirmed_at")
+    if connection.vendor != "postgresql" or not query_terms(query):
+        return [(record, None) for record in recent[:limit]]
+    # ts_rank_cd normalised with flag 32 gives rank/(rank+1), in [0, 1).
+    tsquery = "websearch_to_tsquery('english', %s)"
+    rank = RawSQL(f"ts_rank_cd(memory_memoryrecord.search_vector, {tsquery}, 32)", [query])
+    matches = list(
+        candidates.annotate(lexical_rank=rank)
+        .extra(where=[f"memory_memoryrecord.search_vector @@ {tsquery}"], params=[query])
+        .order_by("-lexical_rank")[:limit]
+    )
+    seen = {record.pk for record in matches}
+    pool = [(record, float(record.lexical_rank)) for record in matches]
+    pool += [(record, 0.0) for record in recent[:RECENT_POOL] if record.pk not in seen]
+    return pool
+
+
+def _lexical_in_python(content: str, terms: list[str]) -> float:
+    if not terms:
+        return 0.0
+    words = set(query_terms(content))
+    hits = sum(1 for term in terms if term in words or any(w.startswith(term[:5]) for w in words if len(term) >= 5))
+    return hits / len(terms)
+
+
+def estimate_tokens(text: str) -> int:
+    # About four characters per token for English text; an estimate, stated as such in the docs.
+    return max(1, math.ceil(len(text) / 4))
+
+
+def context_line(record: MemoryRecord) -> str:
+    source = " ".join(part for part in (record.source_type, record.source_uri) if part)
+    return (
+        f"[{record.kind.name} | {record.authority} | confirmed {record.confirmed_at:%Y-%m-%d} | source {source}] "
+        f"{record.content}"
+    )
+
+
+def _score(record: MemoryRecord, lexical_rank: float | None, terms: list[str], now: datetime) -> RecallItem:
+    lexical = lexical_rank if lexical_rank is not None else _lexical_in_python(record.content, terms)
+    age_days = max(0.0, (now - record.confirmed_at).total_seconds() / 86400)
+    parts = {
+        "lexical": round(LEXICAL_WEIGHT * lexical, 4),
+        "authority": AUTHORITY_WEIGHT.get(record.authority, 0.0),
+        "confidence": round(CONFIDENCE_WEIGHT * record.confidence, 4),
+        "recency": round(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS), 4),
+    }
+    context = context_line(record)
+    return RecallItem(record=record, score=round(sum(parts.values()), 4), score_parts=parts,
+                      tokens=estimate_tokens(context), context=context)
