@@ -24,7 +24,8 @@ from django.utils import timezone
 
 from memory.actors import Actor
 from memory.errors import ScopeDenied, ValidationFailed
-from memory.models import Authority, AgentCredential, MemoryKind, MemoryRecord, Status
+from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
+from memory.models import AgentCredential, Authority, MemoryKind, MemoryRecord, Status
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
 
@@ -113,6 +114,13 @@ def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datet
 
 
 def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None) -> RecallResult:
+    with RECALL_LATENCY.time():
+        result = _recall(credential=credential, q=q, now=now)
+    RECALL_ITEMS.observe(len(result.items))
+    return result
+
+
+def _recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None) -> RecallResult:
     if not credential.allows_purpose(q.purpose):
         raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
     now = now or timezone.now()

@@ -22,6 +22,8 @@ from simple_history.utils import bulk_update_with_history
 
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
+from memory.metrics import TRANSITIONS as TRANSITION_COUNT
+from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import (
     TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind, MemoryRecord, SourceType, Status, Trust,
     content_digest,
@@ -55,6 +57,7 @@ def _bulk_transition(records: list[MemoryRecord], *, actor: Actor, reason: str, 
     """Write a batch of already-mutated records with one history row each, in set-based queries."""
     if not records:
         return
+    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), len(records))
     bulk_update_with_history(
         records, MemoryRecord, TRANSITION_FIELDS, batch_size=500,
         default_user=actor.user, default_change_reason=reason,
@@ -147,6 +150,7 @@ def _idempotent_replay(credential: AgentCredential, key: str, fingerprint: str) 
     if entry is None:
         return None
     if entry.fingerprint != fingerprint:
+        count_conflict("idempotency")
         raise Conflict("This Idempotency-Key was used with a different body.", code="idempotency_mismatch")
     if entry.record is None:
         raise Conflict("The record this Idempotency-Key created no longer exists.", code="idempotency_gone")
@@ -174,6 +178,7 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
     record.save(force_insert=True)
+    count_on_commit(WRITES, status)
     if sources:
         record.derived_from.set(sources)
     if superseded is not None and status == Status.ACTIVE:
@@ -203,6 +208,8 @@ def _lock_supersession_target(draft: WriteDraft, credential: AgentCredential) ->
         .filter(pk=draft.supersedes, tenant_id=agent.tenant_id, agent=agent, purpose=draft.purpose)
         .first()
     )
+    if target is None or target.status != Status.ACTIVE or target.version != draft.supersedes_version:
+        count_conflict("supersession")
     if target is None:
         raise Conflict("supersedes must name a record of your tenant, agent and purpose.", code="supersedes_unknown")
     if target.status != Status.ACTIVE:
@@ -221,6 +228,7 @@ def _supersede_locked(record: MemoryRecord, *, actor: Actor, reason: str, now: d
     record.version += 1
     _stamp(record, actor=actor, reason=reason, note=note)
     record.save(update_fields=TRANSITION_FIELDS)
+    count_on_commit(TRANSITION_COUNT, "supersede")
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,11 +256,13 @@ def _transition(
         if record is None:
             raise RecordNotFound("No such memory in your scope.")
         if record.version != expected_version:
+            count_conflict("stale_version")
             raise StaleVersion(
                 f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
                 code="stale_version",
             )
         if record.status not in allowed_from:
+            count_conflict("invalid_transition")
             raise InvalidTransition(f"Cannot {name} a memory that is {record.status}.", code="invalid_transition")
         now = timezone.now()
         if record.status != target:
@@ -263,6 +273,7 @@ def _transition(
         record.version += 1
         _stamp(record, actor=actor, reason=f"{actor.channel}.{name}", note=note)
         record.save(update_fields=TRANSITION_FIELDS)
+        count_on_commit(TRANSITION_COUNT, name)
         return record
 
 
