@@ -3,10 +3,10 @@ generate_series), so a million records take a minute rather than an hour of ORM 
 
 Shape (defaults; scale with --scale):
 - `bench-big`: the large tenant, 100,000 records over 5 agents, 2 purposes and 2,000 subjects,
-  plus the subject `customer/forget-me` with 10,000 records of its own (the forget benchmark);
+  plus subjects `customer/forget-me-0..2` with 10,000 records each (one per forget repetition);
 - `bench-queue`: 100,000 quarantined records (the quarantine-page benchmark);
-- 160 small tenants with 5,000 records each;
-1,000,000 records in all at scale 1.0, each with its creation history row. Content is drawn from a
+- 160 small tenants with 4,800 records each;
+about 1,000,000 records in all at scale 1.0, each with its creation history row. Content is drawn from a
 vocabulary so full-text ranking has realistic term frequencies; statuses are mostly active with some
 quarantined, expired and superseded.
 """
@@ -25,6 +25,8 @@ WORDS = (
     "finance engineering product design feedback bug feature request roadmap quarter budget invoice currency "
     "euro dollar pound shipping address warehouse delivery return policy warranty license seat upgrade"
 ).split()
+
+FORGET_RUNS = 3
 
 RECORD_COLUMNS = (
     "id, tenant_id, agent_id, subject, purpose, kind_id, content, content_hash, source_type, source_uri, session_id, "
@@ -67,7 +69,7 @@ def seed(dsn: str, scale: float = 1.0) -> dict:
     big = int(100_000 * scale)
     forget = int(10_000 * scale)
     queue = int(100_000 * scale)
-    small_tenants, per_small = 160, int(5_000 * scale)
+    small_tenants, per_small = 160, int(4_800 * scale)
     with psycopg.connect(dsn, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM memory_memoryrecord")
         if cur.fetchone()[0]:
@@ -92,9 +94,9 @@ def seed(dsn: str, scale: float = 1.0) -> dict:
         tid, agents = tenant("bench-big", 5)
         _insert_records(cur, tenant_id=tid, agent_ids=agents, count=big, subjects=2000, subject_prefix="customer/c",
                         status_sql=active_mostly, kind_ids=reviewed, seed=1)
-        _insert_records(cur, tenant_id=tid, agent_ids=agents[:1], count=forget, subjects=1, subject_prefix="customer/forget-me-",
-                        status_sql="'active'", kind_ids=reviewed, seed=2)
-        cur.execute("UPDATE memory_memoryrecord SET subject = 'customer/forget-me' WHERE subject = 'customer/forget-me-0'")
+        # FORGET_RUNS subjects of `forget` records each, one per repetition of the forget benchmark.
+        _insert_records(cur, tenant_id=tid, agent_ids=agents[:1], count=forget * FORGET_RUNS, subjects=FORGET_RUNS,
+                        subject_prefix="customer/forget-me-", status_sql="'active'", kind_ids=reviewed, seed=2)
         qid, qagents = tenant("bench-queue", 3)
         _insert_records(cur, tenant_id=qid, agent_ids=qagents, count=queue, subjects=500, subject_prefix="lead/l",
                         status_sql="'quarantined'", kind_ids=reviewed, seed=3)

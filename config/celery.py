@@ -17,7 +17,13 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
     from django.conf import settings
 
     sender.conf.beat_schedule = {
-        f"job-{name}": {"task": f"governance.tasks.run_{name}", "schedule": float(interval)}
+        f"job-{name}": {
+            "task": f"governance.tasks.run_{name}",
+            "schedule": float(interval),
+            # A tick nobody ran before the next one is due is dropped rather than piled up behind
+            # a stopped worker: the next tick does the same work (jobs select by state).
+            "options": {"expires": max(float(interval), 1.0)},
+        }
         for name, interval in settings.JOB_INTERVALS.items()
         if interval and float(interval) > 0
     }

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served by the app: /api/docs/ works offline
     "simple_history",
     "memory",
     "governance",
@@ -114,7 +115,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = VAR_DIR / "staticfiles"  # filled by collectstatic (bin/run); WhiteNoise serves it
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 REDIS_URL = env_str("REDIS_URL") or None
@@ -134,6 +136,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # JSON in and out: any other request body is a 415, every response (and error) is JSON.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": env_int("API_PAGE_SIZE", 50),
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -149,6 +155,9 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- memory policy knobs (retention per kind lives in the database, not here) ---
@@ -160,9 +169,17 @@ MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
 
 # --- Celery: Redis when REDIS_URL is set, else a filesystem broker that needs no server ---
+# Every job is idempotent (it selects work by state and skips what is done) and runs under a lock,
+# so the settings below choose "at least once": a message is acknowledged after the job ran, and
+# a worker lost mid-job (kill -9, OOM) leaves it to be delivered again (by Redis; the filesystem
+# broker forgets a message once taken, and beat's next tick finishes the work instead).
 CELERY_BROKER_DIR = VAR_DIR / "broker"
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)  # hard: the child process is killed
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)  # the job fails cleanly first
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    # Redis redelivers an unacknowledged message once it is this old; it must outlast the longest
+    # run, or a live job would be handed to a second worker (the job lock would then skip it).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 else:
     CELERY_BROKER_URL = "filesystem://"
@@ -170,17 +187,31 @@ else:
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),  # kombu's default is relative to the cwd
         "store_processed": False,
     }
+    # kombu's filesystem transport expects its folders to exist.
+    for _folder in ("queue", "processed", "control"):
+        (CELERY_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+# One queue name per deployment (or test) sharing a Redis database.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 600)
-CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 660)
+CELERY_TASK_REJECT_ON_WORKER_LOST = True  # needs acks_late: requeue when the child process dies
+# A job that raised or hit its soft limit recorded a failed JobRun; beat's next tick retries it,
+# so acknowledging avoids a redelivery loop.
+CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
+# With late acks a task cannot be acknowledged over a lost connection, and its message comes back:
+# stop it instead of letting it finish in parallel with its redelivery (Celery 6's default).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1  # a long job must not sit on messages another worker could run
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep the JSON log lines of LOGGING in the worker and beat
+CELERY_WORKER_REDIRECT_STDOUTS = False  # a traceback on stderr stays one block, not a log line per write
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-# Interval (seconds) of each scheduled job; small values make a demo or a test see them run.
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # beat writes its schedule file there
+# Interval (seconds) of each scheduled job; small values make a demo or a test see them run; 0 turns
+# a job's schedule off (it can still be run with `manage.py run_job`).
 JOB_INTERVALS = {
     "expire": env_float("JOB_EXPIRE_INTERVAL", 60),
     "propagate_forgets": env_float("JOB_PROPAGATE_FORGETS_INTERVAL", 30),
@@ -188,6 +219,11 @@ JOB_INTERVALS = {
     "prune": env_float("JOB_PRUNE_INTERVAL", 6 * 3600),
 }
 JOB_BATCH_SIZE = env_int("JOB_BATCH_SIZE", 2000)
+# /health/ fails when a scheduled job's last success is older than FACTOR x interval + GRACE seconds.
+JOB_STALE_AFTER_FACTOR = env_float("JOB_STALE_AFTER_FACTOR", 3)
+JOB_STALE_GRACE_SECONDS = env_float("JOB_STALE_GRACE_SECONDS", 120)
+JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 30)  # the prune job trims older JobRun rows
+HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 2)  # seconds allowed to reach the broker
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

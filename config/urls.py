@@ -1,6 +1,9 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memory.api.problems import api_not_found
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="review:home", permanent=False)),
@@ -8,6 +11,10 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("governance.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # Last of the API routes: any other /api/ URL is a problem+json 404, not an HTML page.
+    re_path(r"^api/", api_not_found),
     path("review/", include("governance.review.urls")),
     path("", include("governance.ops.urls")),
 ]

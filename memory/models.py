@@ -318,6 +318,8 @@ class MemoryRecord(models.Model):
             models.Index(
                 fields=["expires_at"], condition=Q(status__in=[Status.ACTIVE, Status.QUARANTINED]), name="memory_expiry_idx"
             ),
+            # writes per day on the governance dashboard
+            models.Index(fields=["tenant", "created_at"], name="memory_tenant_created_idx"),
             # forget by subject; prune by status age; dedup by scope + hash
             models.Index(fields=["tenant", "subject"], name="memory_subject_idx"),
             models.Index(fields=["status", "status_changed_at"], name="memory_status_age_idx"),

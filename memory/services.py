@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from simple_history.utils import bulk_update_with_history
 
@@ -54,12 +54,22 @@ def _stamp(record: MemoryRecord, *, actor: Actor, reason: str, note: str = "") -
 
 
 def _bulk_transition(records: list[MemoryRecord], *, actor: Actor, reason: str, note: str = "") -> None:
-    """Write a batch of already-mutated records with one history row each, in set-based queries."""
+    """Write a batch of already-mutated, locked records with one history row each, in set-based
+    queries. A batch moves every record to one status at one time (version + 1 each), so one UPDATE
+    writes the rows; `bulk_update` would compile a CASE per row and field, which costs several times
+    more than the writes. The history rows are then bulk-created from the mutated instances."""
     if not records:
         return
     count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), len(records))
-    bulk_update_with_history(
-        records, MemoryRecord, TRANSITION_FIELDS, batch_size=500,
+    status, changed_at = records[0].status, records[0].status_changed_at
+    if any(record.status != status or record.status_changed_at != changed_at for record in records):
+        raise ValueError("A batch transition moves every record to one status at one time.")
+    # The rows are locked since they were read, so the stored version is the instance's minus one.
+    MemoryRecord.objects.filter(pk__in=[record.pk for record in records]).update(
+        status=status, status_changed_at=changed_at, version=F("version") + 1,
+    )
+    bulk_update_with_history(  # no fields: the rows are written above; this writes their history
+        records, MemoryRecord, [], batch_size=500,
         default_user=actor.user, default_change_reason=reason,
         custom_historical_attrs={"history_actor": actor.label, "history_note": note[:500]},
     )
@@ -382,6 +392,51 @@ def memory_supersede(
         )
         _stamp(record, actor=actor, reason="review.correct", note=note)
         record.save(force_insert=True)
+        return record
+
+
+def memory_supersede_by(
+    *, record_id, expected_version: int, by_record_id, actor: Actor, note: str = "", action: str = "supersede_by",
+) -> MemoryRecord:
+    """A reviewer's decision that an existing active record replaces another one (its duplicate, or
+    the losing side of a contradiction): `record_id` becomes superseded. Humans only.
+
+    Both records must be active and share tenant, agent and purpose. The replacing record is left
+    untouched and gets no `supersedes` link: it may already correct another record, and one record
+    can replace several, so the link is written into the history note ("Superseded by <id>") and
+    kept by the caller (a dedup proposal). Compare-and-swap on `expected_version`; exactly one
+    history row, reason `<channel>.<action>` (e.g. `review.dedup_accept`)."""
+    _require_human(actor, "supersede")
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise ValidationFailed("expected_version is required.", errors={"expected_version": ["Must be an integer."]})
+    try:
+        target_id, by_id = uuid.UUID(str(record_id)), uuid.UUID(str(by_record_id))
+    except ValueError:
+        raise RecordNotFound("No such memory in your scope.") from None
+    if target_id == by_id:
+        raise InvalidTransition("A memory cannot supersede itself.", code="self_supersession")
+    with transaction.atomic():
+        # Lock both rows in primary-key order so two decisions over the same pair cannot deadlock.
+        locked = {r.pk: r for r in _scoped(actor).select_for_update().filter(pk__in=[target_id, by_id]).order_by("pk")}
+        record, replacement = locked.get(target_id), locked.get(by_id)
+        if record is None or replacement is None:
+            raise RecordNotFound("No such memory in your scope.")
+        if record.version != expected_version:
+            count_conflict("stale_version")
+            raise StaleVersion(
+                f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
+                code="stale_version",
+            )
+        if record.status not in TRANSITIONS["supersede"][0] or replacement.status != Status.ACTIVE:
+            count_conflict("invalid_transition")
+        if record.status not in TRANSITIONS["supersede"][0]:
+            raise InvalidTransition(f"Cannot supersede a memory that is {record.status}.", code="invalid_transition")
+        if replacement.status != Status.ACTIVE:
+            raise InvalidTransition(f"The replacing memory is {replacement.status}, not active.", code="replacement_not_active")
+        if (record.tenant_id, record.agent_id, record.purpose) != (replacement.tenant_id, replacement.agent_id, replacement.purpose):
+            raise InvalidTransition("The replacing memory belongs to another agent or purpose.", code="scope_mismatch")
+        history_note = f"Superseded by {replacement.pk}." + (f" {note}" if note else "")
+        _supersede_locked(record, actor=actor, reason=f"{actor.channel}.{action}", now=timezone.now(), note=history_note)
         return record
 
 

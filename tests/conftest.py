@@ -1,15 +1,17 @@
 """Shared fixtures: tenants, agents, tokens and reviewers made through the real models and
 services, plus a builder for valid write bodies."""
 
+import importlib
 import itertools
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from memory.actors import REVIEWERS_GROUP, Actor
-from memory.models import Agent, AgentCredential, Tenant
+from memory.models import Agent, AgentCredential, MemoryKind, Tenant
 from memory.services import memory_write
 
 _counter = itertools.count(1)
@@ -38,8 +40,16 @@ def memory_body(**overrides: Any) -> dict:
     return body
 
 
+def restore_seed_rows() -> None:
+    """A transactional test flushes the database when it ends, taking the rows the data migration
+    seeded (memory kinds, the reviewers group) with it; put them back for the tests that follow."""
+    if not MemoryKind.objects.exists():
+        importlib.import_module("memory.migrations.0002_seed_kinds_and_reviewers").seed(django_apps, None)
+
+
 @pytest.fixture
 def tenant(db) -> Tenant:
+    restore_seed_rows()
     return Tenant.objects.create(slug="acme", name="Acme")
 
 

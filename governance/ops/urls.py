@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""Operations endpoints at the site root: /health/ here; /metrics is added next to it."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from governance.ops import views
+
+urlpatterns: list = [
+    path("health/", views.health, name="health"),
+]

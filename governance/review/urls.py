@@ -1,4 +1,19 @@
-from django.urls import path  # noqa: F401
+"""URLs of the reviewer UI, mounted at /review/."""
+
+from django.urls import path
+
+from governance.review import views
 
 app_name = "review"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("quarantine/", views.quarantine, name="quarantine"),
+    path("quarantine/bulk/", views.quarantine_bulk, name="quarantine_bulk"),
+    path("drift/", views.drift, name="drift"),
+    path("memories/<uuid:pk>/", views.memory_detail, name="memory_detail"),
+    path("memories/<uuid:pk>/<slug:action>/", views.memory_decide, name="memory_decide"),
+    path("forget/", views.forget_list, name="forget_list"),
+    path("forget/new/", views.forget_new, name="forget_new"),
+    path("forget/<uuid:pk>/", views.forget_detail, name="forget_detail"),
+    path("dashboard/", views.dashboard, name="dashboard"),
+]

@@ -1,3 +1,16 @@
-from django.urls import path  # noqa: F401
+"""Agent API routes under /api/v1/: memories (write, read, list, transitions) and recall."""
 
-urlpatterns: list = []
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from memory.api.views import MemoryRecordViewSet, RecallView
+
+app_name = "memory-api"
+
+router = SimpleRouter()
+router.register("memories", MemoryRecordViewSet, basename="memory")
+
+urlpatterns = [
+    path("recall/", RecallView.as_view(), name="recall"),
+    *router.urls,
+]

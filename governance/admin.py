@@ -1,0 +1,84 @@
+"""Admin for the governance records: job runs (proof the schedule ran), forget requests with their
+receipts, tombstones and dedup proposals. All read-only: these rows are written by services and
+jobs (a forget through the API or the reviewer UI, a decision on a proposal in the review pages),
+and an edit here would falsify the record."""
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
+
+
+class ReadOnlyAdminMixin:
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(JobRun)
+class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["job", "status", "trigger", "started_at", "finished_at", "duration", "counts", "errors"]
+    list_filter = ["job", "status", "trigger"]
+    date_hierarchy = "started_at"
+    ordering = ["-started_at"]
+
+    @admin.display(description="duration")
+    def duration(self, run: JobRun) -> str:
+        if run.finished_at is None:
+            return "-"
+        return f"{(run.finished_at - run.started_at).total_seconds():.2f} s"
+
+
+class PropagationReceiptInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = PropagationReceipt
+    fields = ["artifact", "removed", "completed_at", "note"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(ForgetRequest)
+class ForgetRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "tenant", "subject", "status", "affected", "lineage_affected", "requested_by", "requested_at", "completed_at"]
+    list_filter = ["status", "tenant"]
+    search_fields = ["=id", "subject", "requested_by"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "requested_at"
+    # `records` (possibly thousands of ids) is left out; `affected` counts them.
+    fields = ["id", "tenant", "subject", "reason", "requested_by", "requested_by_user", "status", "affected",
+              "lineage_affected", "requested_at", "completed_at"]
+    readonly_fields = fields
+    inlines = [PropagationReceiptInline]
+
+
+@admin.register(ForgetTombstone)
+class ForgetTombstoneAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["tenant", "subject_fingerprint", "forgotten_at"]
+    list_filter = ["tenant"]
+    search_fields = ["=subject_fingerprint"]
+    list_select_related = ["tenant"]
+
+
+class DedupProposalDropInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = DedupProposalDrop
+    fields = ["record", "version"]
+    readonly_fields = fields
+    extra = 0
+
+
+@admin.register(DedupProposal)
+class DedupProposalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "tenant", "agent", "purpose", "subject", "kind", "category", "method", "similarity", "status",
+                    "created_at", "decided_at", "decided_by"]
+    list_filter = ["status", "category", "method", "tenant", "kind"]
+    search_fields = ["=id", "subject", "purpose"]
+    list_select_related = ["tenant", "agent__tenant", "kind", "decided_by"]
+    date_hierarchy = "created_at"
+    inlines = [DedupProposalDropInline]
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
+        return [field.name for field in self.model._meta.fields]

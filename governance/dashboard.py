@@ -1,0 +1,138 @@
+"""The governance numbers of the design, computed with aggregate queries (a handful per page,
+whatever the number of records) for the tenants a reviewer may see. Cached briefly, since the
+dashboard is looked at, not polled."""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.db.models import Case, Count, DateTimeField, ExpressionWrapper, F, IntegerField, Q, Value, When
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from governance.dedup.services import regret_counts
+from governance.models import ForgetRequest
+from governance.selectors import QueueStat, last_job_runs, queue_stats
+from memory.actors import Actor
+from memory.models import Status
+from memory.selectors import records_in_scope
+
+AGE_BUCKETS: list[tuple[str, int | None]] = [("< 7 d", 7), ("7–30 d", 30), ("30–90 d", 90), ("90–180 d", 180),
+                                             ("180–365 d", 365), ("> 1 y", None)]
+ON_SCHEDULE_GRACE = timedelta(minutes=5)
+CACHE_SECONDS = 60
+
+
+@dataclass
+class Dashboard:
+    generated_at: datetime
+    total_records: int
+    attributed_share: float | None
+    median_active_age: timedelta | None
+    queues: list[QueueStat]
+    propagation_lag_p50: timedelta | None
+    propagation_lag_p95: timedelta | None
+    expired_on_schedule_share: float | None
+    expired_total: int
+    regret_rate: float | None
+    accepted_proposals: int
+    last_jobs: list[dict]
+    writes_per_day: list[tuple[str, int, int]] = field(default_factory=list)  # (day, writes, quarantined at write)
+    age_by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> count per AGE_BUCKETS
+    propagation_lags: list[tuple[str, float]] = field(default_factory=list)  # (requested day, lag seconds)
+
+
+def _quantile(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def _median_from_buckets(counts: list[int], edges_days: list[int | None]) -> timedelta | None:
+    """Median age read off the bucket counts (linear inside the bucket): one scan, not a sort."""
+    total = sum(counts)
+    if not total:
+        return None
+    half, seen, lower = total / 2, 0, 0
+    for count, upper in zip(counts, edges_days):
+        if seen + count >= half:
+            if upper is None:
+                return timedelta(days=lower)
+            fraction = (half - seen) / count if count else 0
+            return timedelta(days=lower + (upper - lower) * fraction)
+        seen += count
+        lower = upper or lower
+    return timedelta(days=lower)
+
+
+def build_dashboard(actor: Actor, *, now: datetime | None = None, days: int = 30) -> Dashboard:
+    key = f"governance-dashboard:{actor.label}:{sorted(actor.tenant_ids) if actor.tenant_ids is not None else 'all'}:{days}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    dashboard = _compute(actor, now=now or timezone.now(), days=days)
+    cache.set(key, dashboard, CACHE_SECONDS)
+    return dashboard
+
+
+def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
+    records = records_in_scope(actor)
+    tenant_filter = {} if actor.tenant_ids is None else {"tenant_id__in": actor.tenant_ids}
+
+    totals = records.aggregate(
+        total=Count("pk"),
+        attributed=Count("pk", filter=~Q(source_type="")),
+        expired=Count("pk", filter=Q(status=Status.EXPIRED)),
+        expired_on_time=Count("pk", filter=Q(status=Status.EXPIRED) & Q(
+            status_changed_at__lte=ExpressionWrapper(F("expires_at") + Value(ON_SCHEDULE_GRACE), output_field=DateTimeField()))),
+    )
+
+    # Age distribution of active memory per kind: one grouped scan.
+    bucket = Case(
+        *[When(created_at__gt=now - timedelta(days=upper), then=Value(i)) for i, (_, upper) in enumerate(AGE_BUCKETS) if upper],
+        default=Value(len(AGE_BUCKETS) - 1), output_field=IntegerField(),
+    )
+    age_by_kind: dict[str, list[int]] = {}
+    for row in (records.filter(status=Status.ACTIVE).annotate(bucket=bucket).values("kind__name", "bucket")
+                .annotate(n=Count("pk")).order_by()):
+        age_by_kind.setdefault(row["kind__name"], [0] * len(AGE_BUCKETS))[row["bucket"]] += row["n"]
+    overall = [sum(v[i] for v in age_by_kind.values()) for i in range(len(AGE_BUCKETS))]
+
+    since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    per_day = {
+        row["day"]: (row["writes"], row["quarantined"])
+        for row in records.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
+        .annotate(writes=Count("pk"), quarantined=Count("pk", filter=~Q(quarantine_reason=""))).order_by()
+    }
+    writes_per_day = []
+    for i in range(days):
+        day = (since + timedelta(days=i)).date()
+        writes, quarantined = per_day.get(day, (0, 0))
+        writes_per_day.append((day.isoformat(), writes, quarantined))
+
+    lag_rows = list(
+        ForgetRequest.objects.filter(status=ForgetRequest.Status.COMPLETED, requested_at__gte=now - timedelta(days=90), **tenant_filter)
+        .order_by("requested_at").values_list("requested_at", "completed_at")[:500]
+    )
+    lags = [(requested.date().isoformat(), (completed - requested).total_seconds()) for requested, completed in lag_rows]
+    sorted_lags = sorted(lag for _, lag in lags)
+
+    regret = regret_counts(actor=actor)
+
+    queues = queue_stats(actor, now=now)
+    last_jobs = last_job_runs()
+    p50, p95 = _quantile(sorted_lags, 0.5), _quantile(sorted_lags, 0.95)
+    return Dashboard(
+        generated_at=now, total_records=totals["total"],
+        attributed_share=(totals["attributed"] / totals["total"]) if totals["total"] else None,
+        median_active_age=_median_from_buckets(overall, [upper for _, upper in AGE_BUCKETS]),
+        queues=queues,
+        propagation_lag_p50=timedelta(seconds=p50) if p50 is not None else None,
+        propagation_lag_p95=timedelta(seconds=p95) if p95 is not None else None,
+        expired_on_schedule_share=(totals["expired_on_time"] / totals["expired"]) if totals["expired"] else None,
+        expired_total=totals["expired"], regret_rate=regret.rate, accepted_proposals=regret.accepted,
+        last_jobs=last_jobs, writes_per_day=writes_per_day, age_by_kind=age_by_kind, propagation_lags=lags,
+    )

@@ -1,0 +1,340 @@
+"""Forget propagation: the registry of every artifact that can hold a copy of a record's content,
+and the function that purges one forget request from all of them, with one receipt per artifact.
+
+A forget request (governance.services.forget_request_create) makes its records `forgotten` at once
+and lists them, lineage included, in `ForgetRequest.records`. Propagation then asks each
+registered artifact to purge those records, chunk by chunk, each chunk in one transaction with its
+receipt updates, so a run killed mid-way resumes where it stopped and counts nothing twice (an
+artifact purges only what still holds content, so a repeat removes 0). When every chunk is done
+the request is `completed`.
+
+An artifact is any object with a `name`, a `covers` tuple (labels of the models whose rows it
+cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`. A new
+derived store (embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from
+its AppConfig.ready():
+
+    from governance.forgetting import register_artifact
+    register_artifact(EmbeddingArtifact())
+
+`uncovered_references()` lists models that point at memory records and are neither covered by an
+artifact nor declared content-free below; a test keeps it empty, so a new store cannot be
+forgotten by accident. Receipts and their notes never contain content.
+"""
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from governance.models import DedupProposal, ForgetRequest, PropagationReceipt
+from memory.models import IdempotencyKey, MemoryRecord, Status
+
+logger = logging.getLogger("governance.forgetting")
+
+
+@runtime_checkable
+class ForgetArtifact(Protocol):
+    name: str
+    covers: tuple[str, ...]
+
+    def purge(self, request: ForgetRequest, record_ids: Sequence[uuid.UUID]) -> tuple[int, str]:
+        """Remove every copy of the given forgotten records' content from this artifact; return how
+        many items were removed now (0 on a repeat) and a content-free note for the receipt."""
+
+
+_ARTIFACTS: list[ForgetArtifact] = []
+
+
+def register_artifact(artifact: ForgetArtifact, *, before: str | None = None) -> ForgetArtifact:
+    """Add (or replace, by name) an artifact; `before` puts it ahead of a named one."""
+    if not isinstance(artifact, ForgetArtifact) or not artifact.name:
+        raise TypeError("A forget artifact needs a name, covers and purge(request, record_ids).")
+    _ARTIFACTS[:] = [existing for existing in _ARTIFACTS if existing.name != artifact.name]
+    names = [existing.name for existing in _ARTIFACTS]
+    _ARTIFACTS.insert(names.index(before) if before in names else len(_ARTIFACTS), artifact)
+    return artifact
+
+
+def registered_artifacts() -> tuple[ForgetArtifact, ...]:
+    return tuple(_ARTIFACTS)
+
+
+# --------------------------------------------------------------------------------------------
+# the built-in artifacts
+
+
+def _history_model():
+    return MemoryRecord.history.model
+
+
+class SearchVectorArtifact:
+    """PostgreSQL: `search_vector` is a stored column generated from `content`, so it is emptied
+    by the content purge that runs right after this one in the same transaction. This artifact
+    counts the vectors that still hold lexemes (so the receipt says how many it took) and is
+    registered ahead of `record_content` for that reason."""
+
+    name = "search_vector"
+    covers = ()  # a column of memory.MemoryRecord, cleaned through `record_content`
+
+    def purge(self, request, record_ids):
+        if connection.vendor != "postgresql":
+            return 0, "No stored search index on this database: recall scores words at query time."
+        if not record_ids:
+            return 0, self._note
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*) FROM {MemoryRecord._meta.db_table} "
+                "WHERE id = ANY(%s) AND search_vector IS NOT NULL AND length(search_vector) > 0",
+                [list(record_ids)],
+            )
+            return cursor.fetchone()[0], self._note
+
+    _note = ("Full-text vectors (a column generated from the content) emptied together with the content, "
+             "in the same transaction.")
+
+
+class RecordContentArtifact:
+    name = "record_content"
+    covers = ("memory.MemoryRecord",)
+
+    def purge(self, request, record_ids):
+        # Not a status change (the record is already `forgotten`, with its history row), so a
+        # set-based update without history is right; the history rows are scrubbed separately.
+        removed = (
+            MemoryRecord.objects.filter(pk__in=record_ids, status=Status.FORGOTTEN).exclude(content="").update(content="")
+            if record_ids else 0
+        )
+        return removed, "Content blanked on the forgotten records (derived ones included); content_hash kept."
+
+
+class HistoryRowsArtifact:
+    """Every django-simple-history row of the records. `content` is the copy; `history_note` is a
+    reviewer's free text, which may quote the content ("rejected: says ..."), so it is blanked too.
+    The transition name (history_change_reason), the actor, the user and the time stay: the audit
+    trail still shows who did what and when, just not what the memory said."""
+
+    name = "history_rows"
+
+    @property
+    def covers(self):
+        return (_history_model()._meta.label,)
+
+    def purge(self, request, record_ids):
+        if not record_ids:
+            return 0, self._note
+        removed = (
+            _history_model().objects.filter(id__in=record_ids)
+            .filter(~Q(content="") | ~Q(history_note=""))
+            .update(content="", history_note="")
+        )
+        return removed, self._note
+
+    _note = ("Content and reviewer notes blanked in every historical row; transition names, actors and times "
+             "kept.")
+
+
+class IdempotencyKeysArtifact:
+    """A stored write result references its record and keeps the sha256 of the request body, which
+    held the content: the entry is deleted (a retry with the same key is then a new write)."""
+
+    name = "idempotency_keys"
+    covers = ("memory.IdempotencyKey",)
+
+    def purge(self, request, record_ids):
+        removed = IdempotencyKey.objects.filter(record_id__in=record_ids).delete()[0] if record_ids else 0
+        return removed, "Stored idempotent write results (and the body hash they keep) deleted."
+
+
+class CacheArtifact:
+    """The Django cache holds API rate-limit counters only: no code caches records or recall
+    results (recall reads the database on every request). A store that starts caching them must
+    register its own purge here."""
+
+    name = "cache"
+    covers = ()
+
+    def purge(self, request, record_ids):
+        return 0, "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters)."
+
+
+class DedupDecisionNotesArtifact:
+    """A dedup proposal holds ids, versions and a score, but also the reviewer's free-text decision
+    note, which may quote the records it compared; the note is blanked on every proposal that
+    involves a forgotten record (keep or drop). The decision itself stays."""
+
+    name = "dedup_decision_notes"
+    covers = ("governance.DedupProposal",)
+
+    def purge(self, request, record_ids):
+        if not record_ids:
+            return 0, self._note
+        removed = (
+            DedupProposal.objects.filter(Q(keep_id__in=record_ids) | Q(drops__record_id__in=record_ids))
+            .exclude(decision_note="").values_list("pk", flat=True).distinct()
+        )
+        return DedupProposal.objects.filter(pk__in=list(removed)).update(decision_note=""), self._note
+
+    _note = "Reviewer decision notes blanked on dedup proposals involving the records; decisions kept."
+
+
+FORGOTTEN_REPR = "forgotten memory"
+
+
+class AdminLogArtifact:
+    """django.contrib.admin's LogEntry keeps a `str()` of the object (kind and subject) and a
+    free-text change message for every admin action on a record."""
+
+    name = "admin_log"
+    covers = ("admin.LogEntry",)
+
+    def purge(self, request, record_ids):
+        if not record_ids:
+            return 0, self._note
+        content_type = ContentType.objects.get_for_model(MemoryRecord)
+        removed = (
+            LogEntry.objects.filter(content_type=content_type, object_id__in=[str(pk) for pk in record_ids])
+            .filter(~Q(object_repr=FORGOTTEN_REPR) | ~Q(change_message=""))
+            .update(object_repr=FORGOTTEN_REPR, change_message="")
+        )
+        return removed, self._note
+
+    _note = "Admin log entries of the records: description and change message replaced; action, user and time kept."
+
+
+class ExternalBackupsArtifact:
+    name = "external_backups"
+    covers = ()
+
+    def purge(self, request, record_ids):
+        days = settings.MEMORY_BACKUP_RETENTION_DAYS
+        ages_out = request.requested_at + timedelta(days=days)
+        return 0, (
+            f"Unreachable from the app: database backups taken before {request.requested_at:%Y-%m-%d %H:%M} UTC still "
+            f"hold the content until they age out by {ages_out:%Y-%m-%d} (MEMORY_BACKUP_RETENTION_DAYS={days}). "
+            "After a restore, re-forget the subject: its tombstone survives pruning."
+        )
+
+
+for _artifact in (
+    SearchVectorArtifact(), RecordContentArtifact(), HistoryRowsArtifact(), IdempotencyKeysArtifact(),
+    DedupDecisionNotesArtifact(), CacheArtifact(), AdminLogArtifact(), ExternalBackupsArtifact(),
+):
+    register_artifact(_artifact)
+
+
+# --------------------------------------------------------------------------------------------
+# coverage: nothing that points at a record may be forgotten by the forget
+
+# Models that reference records but hold no copy of their content, and why.
+CONTENT_FREE_REFERENCES: dict[str, str] = {
+    "memory.MemoryRecord_derived_from": "pairs of record ids (derivation links)",
+    "governance.ForgetRequest": "the subject, the reason and counts; records only by id",
+    "governance.ForgetRequest_records": "pairs of ids (request, record)",
+    "governance.DedupProposalDrop": "ids and versions",
+}
+
+
+def models_referencing_records() -> set[str]:
+    """Labels of every model with a foreign key or many-to-many to MemoryRecord (through tables
+    and history models included)."""
+    labels = set()
+    for model in apps.get_models(include_auto_created=True):
+        for field in model._meta.get_fields():
+            if field.is_relation and not field.auto_created and field.related_model is MemoryRecord:
+                labels.add(model._meta.label)
+    return labels
+
+
+def uncovered_references(artifacts: Iterable[ForgetArtifact] | None = None) -> set[str]:
+    covered = {label for artifact in (artifacts if artifacts is not None else _ARTIFACTS) for label in artifact.covers}
+    return models_referencing_records() - covered - set(CONTENT_FREE_REFERENCES)
+
+
+# --------------------------------------------------------------------------------------------
+# propagation
+
+
+@dataclass(frozen=True)
+class PropagationResult:
+    forget_request_id: uuid.UUID
+    records: int
+    removed: dict[str, int]  # artifact name -> items removed by this call
+    completed: bool
+
+
+def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
+                             artifacts: Sequence[ForgetArtifact] | None = None) -> PropagationResult:
+    """Purge one forget request's records from every artifact, chunk by chunk, and complete it.
+    Safe to repeat: a completed request is left as it is; a half-done one resumes."""
+    artifacts = tuple(artifacts if artifacts is not None else _ARTIFACTS)
+    removed = {artifact.name: 0 for artifact in artifacts}
+    if request.status != ForgetRequest.Status.PROPAGATING:
+        return PropagationResult(request.pk, 0, removed, completed=False)
+    started = time.monotonic()
+    links = ForgetRequest.records.through.objects.filter(forgetrequest_id=request.pk)
+    records = 0
+    last_id = None
+    while True:
+        chunk = links.order_by("memoryrecord_id")
+        if last_id is not None:
+            chunk = chunk.filter(memoryrecord_id__gt=last_id)
+        record_ids = list(chunk.values_list("memoryrecord_id", flat=True)[:batch_size])
+        if record_ids or records == 0:  # a request with no records still gets its receipts
+            for name, count in _purge_chunk(request, record_ids, artifacts).items():
+                removed[name] += count
+        records += len(record_ids)
+        if len(record_ids) < batch_size:
+            break
+        last_id = record_ids[-1]
+    completed = ForgetRequest.objects.filter(pk=request.pk, status=ForgetRequest.Status.PROPAGATING).update(
+        status=ForgetRequest.Status.COMPLETED, completed_at=timezone.now(),
+    ) == 1
+    logger.info("forget request propagated", extra={
+        "forget_request_id": str(request.pk), "records": records, "removed": removed,
+        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+    })
+    return PropagationResult(request.pk, records, removed, completed)
+
+
+def _purge_chunk(request: ForgetRequest, record_ids: list[uuid.UUID], artifacts: Sequence[ForgetArtifact]) -> dict[str, int]:
+    removed: dict[str, int] = {}
+    with transaction.atomic():
+        receipts = {r.artifact: r for r in PropagationReceipt.objects.select_for_update().filter(forget_request=request)}
+        for artifact in artifacts:
+            count, note = artifact.purge(request, record_ids)
+            now = timezone.now()
+            removed[artifact.name] = count
+            receipt = receipts.get(artifact.name)
+            if receipt is None:
+                PropagationReceipt.objects.create(
+                    forget_request=request, artifact=artifact.name, removed=count, completed_at=now, note=note[:500],
+                )
+            else:
+                PropagationReceipt.objects.filter(pk=receipt.pk).update(
+                    removed=F("removed") + count, completed_at=now, note=note[:500],
+                )
+    return removed
+
+
+def propagate_open_forget_requests(*, batch_size: int, now: datetime | None = None) -> Iterable[tuple[ForgetRequest, PropagationResult | Exception]]:
+    """Yield each open request (oldest first) with its result, or the exception that stopped it,
+    so one failing request does not hold up the others."""
+    open_requests = ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)
+    if now is not None:
+        open_requests = open_requests.filter(requested_at__lte=now)
+    for request in open_requests.order_by("requested_at"):
+        try:
+            yield request, propagate_forget_request(request, batch_size=batch_size)
+        except Exception as exc:  # reported by the job; the next run retries the request
+            yield request, exc

@@ -1,0 +1,536 @@
+"""The reviewer UI: server-rendered pages where human reviewers decide on quarantined memories,
+re-check drifting ones, read a memory's full history and file forget requests.
+
+Pages are thin. Reads start from `memory.selectors` (scoped to the tenants the reviewer is
+assigned to) and the shared `MemoryRecordFilter`; every change goes through `memory.services` or
+`governance.services` with the reviewer as actor, at the version the reviewer saw. Anything
+outside the reviewer's scope is a 404, so existence does not leak. GET never changes state.
+"""
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from governance.charts import Series, grouped_bars, points, stacked_bars
+from governance.dashboard import AGE_BUCKETS, build_dashboard
+from governance.models import ForgetRequest
+from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
+from governance.selectors import last_job_runs, queue_stats
+from governance.services import forget_request_create
+from memory.actors import Actor
+from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFailed
+from memory.filters import MemoryRecordFilter
+from memory.models import Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
+from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
+from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
+
+QUARANTINE_PAGE_SIZE = 25
+LIST_PAGE_SIZE = 25
+# The filters a queue offers; the rest of the FilterSet (status, ordering, ...) would fight the
+# queue's own definition and order, so it is not passed through.
+QUEUE_FILTERS = ("tenant", "agent", "kind", "authority", "source_type")
+CHAIN_LIMIT = 50  # supersession steps walked each way on the detail page
+CHANGED_SESSION_KEY = "review_changed"  # ids of records a conflict reported, shown fresh once
+SHORT_ID = 8
+
+
+@dataclass(frozen=True)
+class Action:
+    service: Callable[..., MemoryRecord]
+    done: str  # past tense for the success message
+    form: type[DecisionForm]
+
+
+# URL action name -> lifecycle service. "approve" is what a reviewer clicks; the service is promote.
+ACTIONS: dict[str, Action] = {
+    "approve": Action(memory_promote, "approved", DecisionForm),
+    "reject": Action(memory_reject, "rejected", DecisionForm),
+    "confirm": Action(memory_confirm, "confirmed", DecisionForm),
+    "retire": Action(memory_retire, "retired", DecisionForm),
+    "supersede": Action(memory_supersede, "corrected", SupersedeForm),
+}
+# Which actions the detail page offers for a record in each status.
+ACTIONS_FOR_STATUS = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: ("confirm", "retire")}
+
+
+# ------------------------------------------------------------------------------------------------
+# access
+
+
+def reviewer_required(view):
+    """Logged in (else to the login page) and a reviewer of at least one tenant (else 403). The
+    resulting Actor, scoped to the reviewer's tenants, is `request.actor` for the view."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        actor = Actor.for_user(request.user)
+        if actor.tenant_ids is not None and not actor.tenant_ids:
+            raise PermissionDenied("Your account is not a reviewer of any tenant.")
+        request.actor = actor
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _page(request: HttpRequest, template: str, context: dict, *, status: int = 200) -> HttpResponse:
+    # `now` lets templates tell past from future times ("3 days ago" / "in 5 days").
+    return render(request, template, {"now": timezone.now(), **context}, status=status)
+
+
+def _safe_next(request: HttpRequest, default: str) -> str:
+    """Where to go back after a POST: the page the form was on, if it is one of ours."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return default
+
+
+def _short(record_id) -> str:
+    return str(record_id)[:SHORT_ID]
+
+
+def _memories(count: int) -> str:
+    return f"{count} memory" if count == 1 else f"{count} memories"
+
+
+def _optional_url(name: str) -> str | None:
+    """A page another part of the project may not have added yet (dedup proposals)."""
+    try:
+        return reverse(name)
+    except NoReverseMatch:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# home
+
+
+# How the home page presents each queue of governance.selectors.queue_stats.
+QUEUE_TILES = {
+    "quarantine": ("Quarantine", "quarantined memories waiting for a decision", "oldest written", "review:quarantine"),
+    "drift": ("Drift", "active memories overdue for a re-check", "oldest confirmation", "review:drift"),
+    "forget": ("Forget requests", "forget requests still propagating", "oldest filed", "review:forget_list"),
+    "proposals": ("Dedup proposals", "open duplicate proposals", "oldest proposed", "review:proposals"),
+}
+
+
+@reviewer_required
+def home(request: HttpRequest) -> HttpResponse:
+    actor = request.actor
+    queues = []
+    for stat in queue_stats(actor):
+        name, what, oldest_label, url_name = QUEUE_TILES[stat.key]
+        queues.append({"name": name, "what": what, "oldest_label": oldest_label, "url": _optional_url(url_name),
+                       "size": stat.size, "oldest": stat.oldest})
+    # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
+    return _page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
+                                               "tenants": list(tenants_in_scope(actor))})
+
+
+# ------------------------------------------------------------------------------------------------
+# queues
+
+
+def _queue_filter(request: HttpRequest, queue: QuerySet[MemoryRecord]) -> MemoryRecordFilter:
+    data = {name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}
+    return MemoryRecordFilter(data, queryset=queue)
+
+
+def _filter_options(actor: Actor, *, kinds: QuerySet[MemoryKind]) -> dict:
+    """Choices for the filter bar: only what the reviewer's scope contains."""
+    tenants = tenants_in_scope(actor)
+    return {
+        "tenants": list(tenants.values_list("slug", flat=True)),
+        "agents": list(Agent.objects.filter(tenant__in=tenants).order_by("slug").values_list("slug", flat=True).distinct()),
+        "kinds": list(kinds.values_list("name", flat=True)),
+        "authorities": Authority.choices,
+        "source_types": SourceType.choices,
+    }
+
+
+def _queue_rows(filterset: MemoryRecordFilter) -> QuerySet[MemoryRecord]:
+    """The filtered queue with everything a row shows, in a constant number of queries. A filter
+    that does not validate shows its message and no rows, rather than silently an unfiltered queue."""
+    if not filterset.is_valid():
+        return filterset.queryset.none()
+    sources = Prefetch("derived_from", queryset=MemoryRecord.objects.only("id", "status").order_by("created_at"))
+    return filterset.qs.select_related("tenant", "agent", "kind").prefetch_related(sources)
+
+
+def _pop_changed(request: HttpRequest, actor: Actor) -> list[MemoryRecord]:
+    """Records a conflict was just reported for, fresh from the database, with their last change."""
+    ids = request.session.pop(CHANGED_SESSION_KEY, [])
+    if not ids:
+        return []
+    records = list(records_in_scope(actor).filter(pk__in=ids).select_related("tenant", "agent", "kind", "reviewed_by"))
+    last_change = {}
+    for row in MemoryRecord.history.filter(id__in=[r.pk for r in records]).order_by("-history_date", "-history_id"):
+        last_change.setdefault(row.id, row)
+    for record in records:
+        record.last_change = last_change.get(record.pk)
+    return records
+
+
+@reviewer_required
+def quarantine(request: HttpRequest) -> HttpResponse:
+    actor = request.actor
+    filterset = _queue_filter(request, quarantine_queue(actor))
+    page = Paginator(_queue_rows(filterset), QUARANTINE_PAGE_SIZE).get_page(request.GET.get("page"))
+    return _page(request, "review/quarantine.html", {
+        "nav": "quarantine", "page": page, "filterset": filterset,
+        "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
+        "changed": _pop_changed(request, actor),
+    })
+
+
+@reviewer_required
+def drift(request: HttpRequest) -> HttpResponse:
+    actor = request.actor
+    now = timezone.now()
+    filterset = _queue_filter(request, drift_queue(actor, now=now))
+    page = Paginator(_queue_rows(filterset), settings.MEMORY_DRIFT_BATCH).get_page(request.GET.get("page"))
+    cutoff = unused_cutoff(settings.MEMORY_UNUSED_AFTER_DAYS, now=now)
+    for record in page.object_list:
+        record.deletion_candidate = _unused_since(record, cutoff)
+    return _page(request, "review/drift.html", {
+        "nav": "drift", "page": page, "filterset": filterset, "unused_days": settings.MEMORY_UNUSED_AFTER_DAYS,
+        "max_content_chars": settings.MEMORY_MAX_CONTENT_CHARS,
+        "options": _filter_options(actor, kinds=MemoryKind.objects.filter(review_interval__isnull=False)),
+        "changed": _pop_changed(request, actor),
+    })
+
+
+def _unused_since(record: MemoryRecord, cutoff: datetime) -> bool:
+    """Not recalled since the cutoff (or never, and older than it): a candidate for deletion."""
+    if record.last_used_at is None:
+        return record.created_at < cutoff
+    return record.last_used_at < cutoff
+
+
+# ------------------------------------------------------------------------------------------------
+# decisions
+
+
+def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: list[tuple[uuid.UUID, Exception]]) -> None:
+    """Say clearly that nothing was applied to records that moved on, and keep their ids so the
+    next page shows them fresh."""
+    if not conflicts:
+        return
+    fresh = records_in_scope(actor).in_bulk([record_id for record_id, _ in conflicts])
+    for record_id, error in conflicts:
+        record = fresh.get(record_id)
+        if isinstance(error, StaleVersion) and record is not None:
+            why = f"it changed after your page loaded (it is now {record.status}, version {record.version})."
+        else:
+            why = getattr(error, "detail", "it is no longer in your queue.")
+        messages.warning(request, f"Not applied to memory {_short(record_id)}: {why} "
+                                  "Nothing was changed; its current state is shown below.")
+    request.session[CHANGED_SESSION_KEY] = [str(record_id) for record_id, _ in conflicts]
+
+
+def _form_problem(form) -> str:
+    """The form's errors as one sentence for a message: "Version: Enter a whole number."."""
+    parts = []
+    for name, errors in form.errors.items():
+        label = form[name].label if name in form.fields else "Form"
+        parts.append(f"{label}: {' '.join(errors)}")
+    return "; ".join(parts)
+
+
+@reviewer_required
+@require_POST
+def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpResponse:
+    """Apply one decision (approve, reject, confirm, retire, supersede) at the version seen."""
+    spec = ACTIONS.get(action)
+    if spec is None:
+        raise Http404("No such action.")
+    actor = request.actor
+    record = get_object_or_404(records_in_scope(actor), pk=pk)
+    back = _safe_next(request, default=reverse("review:memory_detail", args=[pk]))
+    form = spec.form(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Nothing was applied to memory {_short(pk)}. {_form_problem(form)}")
+        return redirect(back)
+    arguments = {"record_id": pk, "expected_version": form.cleaned_data["version"], "actor": actor,
+                 "note": form.cleaned_data["note"]}
+    if action == "supersede":
+        arguments["content"] = form.cleaned_data["content"]
+    try:
+        result = spec.service(**arguments)
+    except RecordNotFound as exc:
+        raise Http404("No such memory.") from exc
+    except Conflict as exc:  # StaleVersion, InvalidTransition
+        _report_conflicts(request, actor, [(pk, exc)])
+        return redirect(back)
+    except ValidationFailed as exc:
+        details = " ".join(message for messages_ in exc.errors.values() for message in messages_)
+        messages.error(request, f"Nothing was applied to memory {_short(pk)}: {exc.detail} {details}".strip())
+        return redirect(back)
+    if action == "supersede":
+        messages.success(request, f"Memory {_short(pk)} ({record.subject}) corrected: the new memory is {_short(result.pk)}.")
+    else:
+        messages.success(request, f"Memory {_short(pk)} ({record.subject}) {spec.done}.")
+    return redirect(back)
+
+
+@reviewer_required
+@require_POST
+def quarantine_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected rows one by one, each at the version its row showed;
+    report how many were applied and which ones had moved on."""
+    actor = request.actor
+    back = _safe_next(request, default=reverse("review:quarantine"))
+    form = BulkDecisionForm(request.POST)
+    try:
+        items = form.selected_items()
+    except TamperedSelection as exc:
+        raise Http404("No such memory.") from exc
+    if not form.is_valid():
+        messages.error(request, f"Nothing was applied. {_form_problem(form)}")
+        return redirect(back)
+    if not items:
+        messages.error(request, "Nothing was applied: select at least one memory first.")
+        return redirect(back)
+    ids = [record_id for record_id, _ in items]
+    if records_in_scope(actor).filter(pk__in=ids).count() != len(ids):
+        raise Http404("No such memory.")
+    without_version = [record_id for record_id, version in items if version is None]
+    if without_version:
+        messages.error(request, "Nothing was applied: the selection is missing the version of memory "
+                                f"{', '.join(_short(i) for i in without_version)}. Reload the page and try again.")
+        return redirect(back)
+    decision = form.cleaned_data["decision"]
+    spec = ACTIONS[decision]
+    applied, conflicts = 0, []
+    for record_id, version in items:
+        try:
+            spec.service(record_id=record_id, expected_version=version, actor=actor, note=form.cleaned_data["note"])
+        except (Conflict, RecordNotFound) as exc:
+            conflicts.append((record_id, exc))
+        else:
+            applied += 1
+    if applied:
+        messages.success(request, f"{_memories(applied)} {spec.done}.")
+    _report_conflicts(request, actor, conflicts)
+    return redirect(back)
+
+
+# ------------------------------------------------------------------------------------------------
+# memory detail
+
+
+@dataclass
+class HistoryEntry:
+    row: object  # a HistoricalMemoryRecord
+    transition: str
+    changes: list[tuple[str, str, str]]  # (field, before, after), display strings
+
+
+# Fields whose values are the content or derived from it: hidden for forgotten records.
+CONTENT_FIELDS = frozenset({"content", "content_hash"})
+HIDDEN = "(hidden: the memory is forgotten)"
+
+
+@reviewer_required
+def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    actor = request.actor
+    scope = records_in_scope(actor)
+    record = get_object_or_404(scope.select_related("tenant", "agent", "kind", "reviewed_by", "supersedes"), pk=pk)
+    earlier, later = _supersession_chain(scope, record)
+    supersede_form = None
+    if record.status == Status.ACTIVE:
+        supersede_form = SupersedeForm(initial={"version": record.version, "content": record.content})
+    return _page(request, "review/memory_detail.html", {
+        "nav": "", "record": record, "earlier": earlier, "later": later,
+        "derived_from": list(scope.filter(derivatives=record).select_related("kind").order_by("created_at")),
+        "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
+        "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
+        "history": _history_timeline(record),
+        "actions": ACTIONS_FOR_STATUS.get(record.status, ()), "supersede_form": supersede_form,
+    })
+
+
+def _supersession_chain(scope: QuerySet[MemoryRecord], record: MemoryRecord) -> tuple[list, list]:
+    """Records this one corrects (nearest first) and records that correct it (in order)."""
+    earlier = []
+    current = record.supersedes
+    while current is not None and len(earlier) < CHAIN_LIMIT and current.pk != record.pk:
+        earlier.append(current)
+        current = scope.select_related("kind", "supersedes").filter(pk=current.supersedes_id).first() if current.supersedes_id else None
+    later: list[MemoryRecord] = []
+    frontier = [record.pk]
+    seen = {record.pk}
+    while frontier and len(later) < CHAIN_LIMIT:
+        step = [r for r in scope.filter(supersedes_id__in=frontier).select_related("kind").order_by("created_at") if r.pk not in seen]
+        later.extend(step)
+        seen.update(r.pk for r in step)
+        frontier = [r.pk for r in step]
+    return earlier, later
+
+
+def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
+    """Every history row, oldest first, with what changed against the row before. Content (and
+    its hash) of a forgotten record is never shown, in any row."""
+    rows = list(record.history.select_related("history_user").order_by("history_date", "history_id"))
+    changes_by_row = []
+    user_ids = set()
+    for previous, row in zip([None, *rows], rows):
+        changes = row.diff_against(previous).changes if previous is not None else []
+        changes_by_row.append(changes)
+        user_ids.update(value for change in changes if change.field == "reviewed_by" for value in (change.old, change.new) if value)
+    usernames = dict(get_user_model().objects.filter(pk__in=user_ids).values_list("pk", "username")) if user_ids else {}
+
+    def show(field: str, value) -> str:
+        if record.is_forgotten and field in CONTENT_FIELDS:
+            return HIDDEN
+        if value is None or value == "":
+            return "—"
+        if field == "reviewed_by":
+            return usernames.get(value, f"user #{value}")
+        if isinstance(value, datetime):
+            return value.strftime("%Y-%m-%d %H:%M:%S %Z")
+        return str(value)
+
+    timeline = []
+    for row, changes in zip(rows, changes_by_row):
+        transition = row.history_change_reason or {"+": "created", "~": "changed", "-": "deleted"}.get(row.history_type, "")
+        timeline.append(HistoryEntry(
+            row=row, transition=transition,
+            changes=[(change.field, show(change.field, change.old), show(change.field, change.new)) for change in changes],
+        ))
+    return timeline
+
+
+# ------------------------------------------------------------------------------------------------
+# forget requests
+
+
+@reviewer_required
+def forget_list(request: HttpRequest) -> HttpResponse:
+    requests_ = (
+        ForgetRequest.objects.filter(tenant__in=tenants_in_scope(request.actor))
+        .select_related("tenant").annotate(receipt_count=Count("receipts")).order_by("-requested_at")
+    )
+    page = Paginator(requests_, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    return _page(request, "review/forget_list.html", {"nav": "forget", "page": page})
+
+
+@reviewer_required
+def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    forget_request = get_object_or_404(
+        ForgetRequest.objects.filter(tenant__in=tenants_in_scope(request.actor)).select_related("tenant"), pk=pk
+    )
+    return _page(request, "review/forget_detail.html", {
+        "nav": "forget", "forget_request": forget_request, "receipts": list(forget_request.receipts.all()),
+    })
+
+
+@reviewer_required
+def forget_new(request: HttpRequest) -> HttpResponse:
+    """Three steps: the form (GET), a confirmation page naming what will be forgotten (POST), and
+    the forget itself (POST with step=confirm). Only the last one changes anything."""
+    actor = request.actor
+    tenants = tenants_in_scope(actor)
+    if request.method != "POST":
+        return _page(request, "review/forget_new.html", {"nav": "forget", "form": ForgetRequestForm(tenants=tenants)})
+    form = ForgetRequestForm(request.POST, tenants=tenants)
+    if form.tenant_out_of_scope():
+        raise Http404("No such tenant.")
+    step = request.POST.get("step", "")
+    if not form.is_valid() or step == "edit":
+        return _page(request, "review/forget_new.html", {"nav": "forget", "form": form},
+                     status=200 if form.is_valid() else 400)
+    tenant, subject, reason = form.cleaned_data["tenant"], form.cleaned_data["subject"], form.cleaned_data["reason"]
+    if step != "confirm":
+        matching = records_in_scope(actor).filter(tenant=tenant, subject=subject).exclude(status=Status.FORGOTTEN)
+        return _page(request, "review/forget_confirm.html", {
+            "nav": "forget", "form": form, "tenant": tenant, "subject": subject, "reason": reason,
+            "record_count": matching.count(),
+        })
+    try:
+        forget_request = forget_request_create(actor=actor, tenant=tenant, subject=subject, reason=reason)
+    except ValidationFailed as exc:
+        for field, errors in exc.errors.items():
+            for error in errors:
+                form.add_error(field if field in form.fields else None, error)
+        return _page(request, "review/forget_new.html", {"nav": "forget", "form": form}, status=400)
+    except RecordNotFound as exc:
+        raise Http404("No such tenant.") from exc
+    messages.success(request, f"Forget request filed for {subject} in {tenant.slug}: {_memories(forget_request.affected)} "
+                              "forgotten; propagation into copies is under way.")
+    return redirect("review:forget_detail", pk=forget_request.pk)
+
+
+# ------------------------------------------------------------------------------------------------
+# dashboard
+
+
+@reviewer_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The governance numbers and their charts, for the reviewer's tenants."""
+    data = build_dashboard(request.actor)
+    days = [day[5:] for day, _, _ in data.writes_per_day]
+    charts = {
+        "writes": grouped_bars(
+            days, [Series("writes", [w for _, w, _ in data.writes_per_day]),
+                   Series("quarantined at write", [q for _, _, q in data.writes_per_day])],
+            title="Writes and quarantines per day (last 30 days)", label_every=5),
+        "ages": stacked_bars(
+            sorted(data.age_by_kind),
+            [Series(label, [data.age_by_kind[kind][i] for kind in sorted(data.age_by_kind)])
+             for i, (label, _) in enumerate(AGE_BUCKETS)],
+            title="Age of active memory per kind"),
+        "lag": points([day for day, _ in data.propagation_lags], [lag for _, lag in data.propagation_lags],
+                      title="Forget propagation lag per request (last 90 days)", unit=" s"),
+    }
+    numbers = [
+        ("Attributed writes", _share(data.attributed_share), "records with structured provenance (100% by construction)"),
+        ("Median age of active memory", _duration(data.median_active_age), "read off the age distribution below"),
+        ("Forget propagation lag", f"p50 {_duration(data.propagation_lag_p50)} · p95 {_duration(data.propagation_lag_p95)}",
+         "from request to last receipt, last 90 days"),
+        ("Expired on schedule", _share(data.expired_on_schedule_share),
+         f"of {data.expired_total} expired records, within 5 minutes of their expiry time"),
+        ("Dedup regret rate", _share(data.regret_rate), f"rolled back of {data.accepted_proposals} accepted proposals"),
+    ]
+    queues = [(QUEUE_TILES[stat.key][0], stat.size, _duration(stat.age(data.generated_at))) for stat in data.queues]
+    return _page(request, "review/dashboard.html", {"nav": "dashboard", "data": data, "charts": charts,
+                                                    "numbers": numbers, "queues": queues})
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _duration(value) -> str:
+    """A timedelta as its two largest units: "3 d 4 h", "12 min", "4.2 s"."""
+    if value is None:
+        return "—"
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    units = [("d", 86400), ("h", 3600), ("min", 60)]
+    parts = []
+    for name, size in units:
+        if seconds >= size:
+            parts.append(f"{int(seconds // size)} {name}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)

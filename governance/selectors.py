@@ -1,0 +1,52 @@
+"""Scoped reads for the governance processes: the size and oldest item of every review queue, and
+the last run of every scheduled job. The reviewer home page, the dashboard and /metrics all read
+them here, so the three always agree."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Min, OuterRef, QuerySet, Subquery
+from django.utils import timezone
+
+from governance.models import DedupProposal, ForgetRequest, JobRun
+from memory.actors import Actor
+from memory.selectors import drift_queue, quarantine_queue
+
+
+@dataclass(frozen=True)
+class QueueStat:
+    key: str  # quarantine | drift | forget | proposals
+    size: int
+    oldest: datetime | None
+
+    def age(self, now: datetime) -> timedelta | None:
+        return now - self.oldest if self.oldest else None
+
+
+def _in_tenants(queryset: QuerySet, actor: Actor) -> QuerySet:
+    return queryset if actor.tenant_ids is None else queryset.filter(tenant_id__in=actor.tenant_ids)
+
+
+def queue_stats(actor: Actor, *, now: datetime | None = None) -> list[QueueStat]:
+    """One aggregate query per queue, over the tenants the actor may see."""
+    now = now or timezone.now()
+    queues = [
+        ("quarantine", quarantine_queue(actor), "created_at"),
+        ("drift", drift_queue(actor, now=now), "confirmed_at"),
+        ("forget", _in_tenants(ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING), actor), "requested_at"),
+        ("proposals", _in_tenants(DedupProposal.objects.filter(status=DedupProposal.Status.OPEN), actor), "created_at"),
+    ]
+    stats = []
+    for key, queryset, field in queues:
+        row = queryset.order_by().aggregate(size=Count("pk"), oldest=Min(field))
+        stats.append(QueueStat(key, row["size"], row["oldest"]))
+    return stats
+
+
+def last_job_runs() -> list[dict]:
+    """The latest run of every scheduled job, in one query; a job that never ran is listed too."""
+    latest = JobRun.objects.filter(job=OuterRef("job")).order_by("-started_at", "-pk").values("pk")[:1]
+    runs = {run.job: run for run in JobRun.objects.filter(pk=Subquery(latest))}
+    names = list(settings.JOB_INTERVALS) + sorted(set(runs) - set(settings.JOB_INTERVALS))
+    return [{"job": name, "run": runs.get(name)} for name in names]

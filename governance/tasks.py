@@ -1,0 +1,28 @@
+"""Celery tasks, one per scheduled job: thin wrappers that run the job once through
+`governance.jobs.run_job` (lock + JobRun) and return its summary. They take no arguments and are
+safe to deliver twice: the lock skips a concurrent duplicate, and every job selects its work by
+state, so a repeat finds nothing left to do. Beat sends them (see config/celery.py)."""
+
+from celery import shared_task
+
+from governance.jobs import job_run_summary, run_job
+
+
+@shared_task(name="governance.tasks.run_expire")
+def run_expire() -> dict:
+    return job_run_summary(run_job("expire", trigger="beat"))
+
+
+@shared_task(name="governance.tasks.run_propagate_forgets")
+def run_propagate_forgets() -> dict:
+    return job_run_summary(run_job("propagate_forgets", trigger="beat"))
+
+
+@shared_task(name="governance.tasks.run_propose_duplicates")
+def run_propose_duplicates() -> dict:
+    return job_run_summary(run_job("propose_duplicates", trigger="beat"))
+
+
+@shared_task(name="governance.tasks.run_prune")
+def run_prune() -> dict:
+    return job_run_summary(run_job("prune", trigger="beat"))

@@ -1,0 +1,177 @@
+"""The agent API over memory records: write, read and list, transitions, recall. Views are thin:
+input -> `memory.services` / `memory.recall` -> output serializer. Scope comes from the token
+(or the reviewer's tenants), never from the body; records outside it are a 404."""
+
+from django.db.models import OuterRef, QuerySet, Subquery
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory import services
+from memory.actors import Actor
+from memory.api.authentication import request_actor
+from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer, reject_foreign_scope
+from memory.api.serializers import (
+    MemoryRecordSerializer, MemoryWriteRequestSerializer, ProblemSerializer, RecallRequestSerializer,
+    RecallResponseSerializer, TransitionRequestSerializer,
+)
+from memory.errors import RecordNotFound
+from memory.filters import MemoryRecordFilter
+from memory.models import MemoryRecord, Status
+from memory.recall import parse_recall, recall
+from memory.selectors import records_in_scope
+
+UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+
+# A successor that never took effect (still quarantined, or rejected) does not supersede anything.
+_EFFECTIVE_SUCCESSOR = (
+    MemoryRecord.objects.filter(supersedes=OuterRef("pk"))
+    .exclude(status__in=[Status.QUARANTINED, Status.REJECTED])
+    .order_by("created_at")
+    .values("pk")[:1]
+)
+
+
+def _problem_response(description: str) -> OpenApiResponse:
+    return OpenApiResponse(response=ProblemSerializer, description=description)
+
+
+PROBLEMS = {
+    400: _problem_response("Invalid input (problem+json with `errors`); nothing was written."),
+    401: _problem_response("Missing, unknown or revoked token."),
+    403: _problem_response("Outside what the token allows."),
+    404: _problem_response("No such record in your scope."),
+    409: _problem_response("Stale version, or the transition does not apply."),
+    429: _problem_response("Rate limited; see Retry-After."),
+}
+
+
+def record_queryset(actor: Actor) -> QuerySet[MemoryRecord]:
+    """Records the actor may read, with what the output serializer needs joined in one query.
+    An agent token sees its own agent's records in the purposes it allows."""
+    qs = records_in_scope(actor)
+    if actor.is_agent:
+        qs = qs.filter(purpose__in=actor.credential.purposes)
+    return qs.select_related("tenant", "agent", "kind").annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
+
+
+def _record_response(actor: Actor, record_id, *, status_code: int = status.HTTP_200_OK, headers=None) -> Response:
+    record = record_queryset(actor).filter(pk=record_id).first()
+    if record is None:  # e.g. an idempotent replay after the token lost the record's purpose
+        raise RecordNotFound("No such memory in your scope.")
+    return Response(MemoryRecordSerializer(record).data, status=status_code, headers=headers)
+
+
+class RecordPagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+TRANSITION_SERVICES = {
+    "confirm": services.memory_confirm,
+    "promote": services.memory_promote,
+    "reject": services.memory_reject,
+    "retire": services.memory_retire,
+}
+
+
+class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = MemoryRecordSerializer
+    filterset_class = MemoryRecordFilter
+    pagination_class = RecordPagination
+    lookup_value_regex = UUID_PATTERN
+    queryset = MemoryRecord.objects.none()  # for the schema; get_queryset scopes every request
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsAgent()]
+        if self.action in ("promote", "reject", "retire"):
+            # Reviewers only, checked before anything else: an agent token is a 403 whatever it sends.
+            return [IsReviewer()]
+        return [IsAgentOrReviewer()]
+
+    def get_queryset(self) -> QuerySet[MemoryRecord]:
+        if getattr(self, "swagger_fake_view", False):
+            return MemoryRecord.objects.none()
+        # Stable order for pagination; ?ordering= replaces it.
+        return record_queryset(request_actor(self.request)).order_by("-created_at", "-pk")
+
+    @extend_schema(
+        summary="Write a memory",
+        request=MemoryWriteRequestSerializer,
+        parameters=[OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
+                                     description="A retry with the same key and body returns the first result.")],
+        responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
+    )
+    def create(self, request: Request) -> Response:
+        result = services.memory_write(
+            credential=request.auth, data=request.data, idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+        headers = {"Location": f"{request.path}{result.record.pk}/"}
+        if result.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
+
+    @extend_schema(summary="List memories in your scope")
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(summary="One memory", responses={200: MemoryRecordSerializer, 404: PROBLEMS[404]})
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+    def _transition(self, request: Request, pk: str) -> Response:
+        actor = request_actor(request)
+        body = TransitionRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        # The services scope by tenant and agent; the API scope also holds an agent to its purposes.
+        if not record_queryset(actor).filter(pk=pk).exists():
+            raise RecordNotFound("No such memory in your scope.")
+        service = TRANSITION_SERVICES[self.action]
+        record = service(record_id=pk, actor=actor, **body.validated_data)
+        return _record_response(actor, record.pk)
+
+    _transition_schema = dict(
+        request=TransitionRequestSerializer,
+        responses={200: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 409)}},
+    )
+
+    @extend_schema(summary="Confirm: re-checked against its source (agents with the capability, reviewers)", **_transition_schema)
+    @action(detail=True, methods=["post"])
+    def confirm(self, request: Request, pk: str) -> Response:
+        return self._transition(request, pk)
+
+    @extend_schema(summary="Promote: quarantined -> active, verified (reviewers only)", **_transition_schema)
+    @action(detail=True, methods=["post"])
+    def promote(self, request: Request, pk: str) -> Response:
+        return self._transition(request, pk)
+
+    @extend_schema(summary="Reject: quarantined -> rejected (reviewers only)", **_transition_schema)
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str) -> Response:
+        return self._transition(request, pk)
+
+    @extend_schema(summary="Retire: active -> expired now (reviewers only)", **_transition_schema)
+    @action(detail=True, methods=["post"])
+    def retire(self, request: Request, pk: str) -> Response:
+        return self._transition(request, pk)
+
+
+class RecallView(APIView):
+    permission_classes = [IsAgent]
+
+    @extend_schema(
+        summary="Recall memories for a task",
+        request=RecallRequestSerializer,
+        responses={200: RecallResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
+    )
+    def post(self, request: Request) -> Response:
+        credential = request.auth
+        query = parse_recall(reject_foreign_scope(request.data, credential))
+        result = recall(credential=credential, q=query)
+        return Response(RecallResponseSerializer(result).data)

@@ -1,0 +1,139 @@
+"""Real Celery processes for tests: `celery -A config worker|beat|call` as subprocesses, with the
+test database passed through DATABASE_URL, a private APP_VAR_DIR (filesystem broker folders, beat
+schedule file) and a private queue name, so tests never see each other's messages in a shared
+Redis. The broker is Redis when REDIS_URL is set (CI), else the filesystem broker."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def database_url_for_subprocesses() -> str:
+    """A DATABASE_URL naming the database this test runs against (pytest-django's test database)."""
+    params = connection.settings_dict
+    if connection.vendor == "postgresql":
+        auth = quote(params["USER"] or "", safe="")
+        if params.get("PASSWORD"):
+            auth += ":" + quote(params["PASSWORD"], safe="")
+        return f"postgres://{auth}@{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}/{params['NAME']}"
+    return f"sqlite:///{params['NAME']}"
+
+
+def wait_for(predicate: Callable[[], T], *, timeout: float, interval: float = 0.1, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout} s waiting for {what}.")
+        time.sleep(interval)
+
+
+class CeleryStack:
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.queue = f"test-{uuid.uuid4().hex[:12]}"
+        self.processes: list[tuple[subprocess.Popen, Path]] = []
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+            "DATABASE_URL": database_url_for_subprocesses(),
+            "APP_VAR_DIR": str(directory / "var"),
+            "CELERY_QUEUE": self.queue,
+            "PYTHONPATH": str(ROOT),
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "INFO",
+            # Nothing is scheduled unless a test asks for it.
+            "JOB_EXPIRE_INTERVAL": "0", "JOB_PROPAGATE_FORGETS_INTERVAL": "0",
+            "JOB_PROPOSE_DUPLICATES_INTERVAL": "0", "JOB_PRUNE_INTERVAL": "0",
+        }
+
+    @property
+    def uses_redis(self) -> bool:
+        return bool(self.env.get("REDIS_URL"))
+
+    def _spawn(self, label: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = self.directory / f"{label}-{len(self.processes)}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", *args],
+            cwd=self.directory, env={**self.env, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: kill -9 reaches the pool children too
+        )
+        self.processes.append((process, log))
+        return process
+
+    def start_worker(self, concurrency: int = 1, **env: str) -> subprocess.Popen:
+        name = f"{self.queue}-{len(self.processes)}@%h"
+        return self._spawn("worker", ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency), "-n", name,
+                                      "--without-gossip", "--without-mingle", "--without-heartbeat"], env)
+
+    def start_beat(self, **env: str) -> subprocess.Popen:
+        return self._spawn("beat", ["beat", "--loglevel", "INFO", "--pidfile", str(self.directory / "beat.pid")], env)
+
+    def send(self, task: str, **env: str) -> None:
+        """Publish one task message the way beat does (`celery call`)."""
+        subprocess.run(
+            [sys.executable, "-m", "celery", "-A", "config", "call", task],
+            cwd=self.directory, env={**self.env, **env}, check=True, capture_output=True, timeout=60,
+        )
+
+    @staticmethod
+    def kill(process: subprocess.Popen) -> None:
+        """kill -9 the whole process group (main process and pool children), as an OOM kill would."""
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=10)
+
+    @contextmanager
+    def explained(self) -> Iterator[None]:
+        """Re-raise a failed assertion with the tail of every process log attached."""
+        try:
+            yield
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from None
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for _, log in self.processes)
+
+    def stop_all(self) -> None:
+        for process, _ in self.processes:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 2  # then kill: a graceful stop proves nothing here
+        for process, log in self.processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.kill(process)
+        if self.uses_redis:
+            import redis
+
+            client = redis.Redis.from_url(self.env["REDIS_URL"])
+            client.delete(self.queue, f"_kombu.binding.{self.queue}")
+            client.close()
+        # Connections the workers left behind must not block the test database's flush.
+        if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )

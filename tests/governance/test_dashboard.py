@@ -1,0 +1,102 @@
+"""The governance dashboard: the design's numbers for the reviewer's tenants, charts as inline SVG
+(no network), a constant number of queries however many records there are."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from governance.dashboard import build_dashboard
+from governance.models import ForgetRequest
+from memory.actors import Actor
+from memory.models import MemoryRecord
+from memory.services import memory_expire_due
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def reviewer_client(client, reviewer):
+    client.force_login(reviewer)
+    return client
+
+
+def test_numbers_reflect_the_tenant_records(write, reviewer_actor, other_tenant, make_credential):
+    write()
+    write(authority="agent", provenance={"source_type": "agent_inference"})
+    due = write(ttl_seconds=60)
+    write(credential_=make_credential(other_tenant), authority="agent", provenance={"source_type": "agent_inference"})
+    memory_expire_due(actor=Actor.job("expire"), now=due.expires_at + timedelta(seconds=30))
+
+    data = build_dashboard(reviewer_actor)
+    assert data.total_records == 3  # the other tenant's record is not counted
+    assert data.attributed_share == 1.0
+    assert data.expired_total == 1 and data.expired_on_schedule_share == 1.0
+    quarantine = next(stat for stat in data.queues if stat.key == "quarantine")
+    assert quarantine.size == 1
+    today = data.writes_per_day[-1]
+    assert today[0] == timezone.now().date().isoformat() and today[1:] == (3, 1)
+    assert sum(data.age_by_kind["preference"]) == 1  # one active preference left
+
+
+def test_late_expiry_is_not_on_schedule(write, reviewer_actor):
+    due = write(ttl_seconds=60)
+    memory_expire_due(actor=Actor.job("expire"), now=due.expires_at + timedelta(hours=1))
+    assert build_dashboard(reviewer_actor).expired_on_schedule_share == 0.0
+
+
+def test_propagation_lag_quantiles(reviewer_actor, tenant):
+    now = timezone.now()
+    for seconds in (2, 4, 6, 8, 100):
+        request = ForgetRequest.objects.create(tenant=tenant, subject="x", requested_by="test",
+                                               status=ForgetRequest.Status.COMPLETED)
+        ForgetRequest.objects.filter(pk=request.pk).update(requested_at=now - timedelta(hours=1),
+                                                           completed_at=now - timedelta(hours=1) + timedelta(seconds=seconds))
+    data = build_dashboard(reviewer_actor)
+    assert data.propagation_lag_p50 == timedelta(seconds=6)
+    assert timedelta(seconds=8) < data.propagation_lag_p95 < timedelta(seconds=100)
+    assert [lag for _, lag in data.propagation_lags] == [2, 4, 6, 8, 100]
+
+
+def test_page_renders_svg_charts_without_external_resources(reviewer_client, write):
+    write()
+    response = reviewer_client.get(reverse("review:dashboard"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("<svg") == 3
+    assert "Attributed writes" in html and "100.0%" in html
+    assert "cdn" not in html.lower() and "<script src=\"http" not in html
+
+
+def _queries_for_page(client) -> int:
+    cache.clear()
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(reverse("review:dashboard")).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_query_count_is_constant_as_records_grow(reviewer_client, write):
+    for _ in range(10):
+        write()
+    small = _queries_for_page(reviewer_client)
+    records = [write() for _ in range(5)]
+    MemoryRecord.objects.filter(pk__in=[r.pk for r in records]).update(created_at=timezone.now() - timedelta(days=3))
+    for _ in range(185):
+        write(authority="agent", provenance={"source_type": "agent_inference"})
+    assert _queries_for_page(reviewer_client) == small
+
+
+def test_anonymous_is_sent_to_login(client):
+    response = client.get(reverse("review:dashboard"))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
