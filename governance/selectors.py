@@ -45,8 +45,13 @@ def queue_stats(actor: Actor, *, now: datetime | None = None) -> list[QueueStat]
 
 
 def last_job_runs() -> list[dict]:
-    """The latest run of every scheduled job, in one query; a job that never ran is listed too."""
-    latest = JobRun.objects.filter(job=OuterRef("job")).order_by("-started_at", "-pk").values("pk")[:1]
-    runs = {run.job: run for run in JobRun.objects.filter(pk=Subquery(latest))}
+    """The latest run and the latest successful run of every scheduled job, in two queries; a job
+    that never ran is listed too: `{"job", "run", "last_success"}`."""
+
+    def latest(**filters) -> dict[str, JobRun]:
+        newest = JobRun.objects.filter(job=OuterRef("job"), **filters).order_by("-started_at", "-pk").values("pk")[:1]
+        return {run.job: run for run in JobRun.objects.filter(pk=Subquery(newest))}
+
+    runs, successes = latest(), latest(status=JobRun.Status.SUCCEEDED)
     names = list(settings.JOB_INTERVALS) + sorted(set(runs) - set(settings.JOB_INTERVALS))
-    return [{"job": name, "run": runs.get(name)} for name in names]
+    return [{"job": name, "run": runs.get(name), "last_success": successes.get(name)} for name in names]

@@ -14,13 +14,19 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
+from prometheus_client import Counter
 
 from governance.models import DedupProposal
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, ValidationFailed
-from memory.metrics import count_conflict
+from memory.metrics import count_conflict, count_on_commit
 from memory.models import MemoryRecord, Status
 from memory.services import memory_restore, memory_supersede_by
+
+PROPOSALS_DECIDED = Counter(
+    "governed_memory_proposals_decided_total", "Dedup proposals decided by reviewers (accepted, rejected, rolled back).",
+    ["decision"],
+)
 
 NOTE_MAX_CHARS = 500
 
@@ -84,6 +90,7 @@ def _decide(proposal: DedupProposal, *, status: str, actor: Actor, note: str) ->
     proposal.decided_by = actor.user
     proposal.decision_note = note
     proposal.save(update_fields=["status", "decided_at", "decided_by", "decision_note"])
+    count_on_commit(PROPOSALS_DECIDED, status)
 
 
 def _history_note(proposal: DedupProposal, verb: str, note: str) -> str:
@@ -190,6 +197,7 @@ def proposal_rollback(*, proposal_id, actor: Actor, note: str = "") -> RollbackO
         if note:
             proposal.decision_note = f"{proposal.decision_note} | rollback: {note}".strip(" |")[:NOTE_MAX_CHARS]
         proposal.save(update_fields=["status", "rolled_back_at", "decision_note"])
+        count_on_commit(PROPOSALS_DECIDED, DedupProposal.Status.ROLLED_BACK)
     return RollbackOutcome(proposal=proposal, restored=restored, not_restored=not_restored)
 
 

@@ -43,9 +43,9 @@ def job_function(name: str) -> JobFunction:
 
 
 # The runner imports the registry above, so it is imported last.
-from governance.jobs.runner import JobIncomplete, job_run_summary, latest_job_runs, run_job  # noqa: E402
+from governance.jobs.runner import JobIncomplete, job_run_summary, run_job  # noqa: E402
 
 __all__ = [
     "JOBS", "JobFunction", "JobIncomplete", "JobUnavailable", "UnknownJob",
-    "job_function", "job_run_summary", "latest_job_runs", "run_job",
+    "job_function", "job_run_summary", "run_job",
 ]

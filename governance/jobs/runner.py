@@ -10,7 +10,6 @@ worker died (kill -9, OOM) before it could finish the row.
 import logging
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -106,22 +105,3 @@ def job_run_summary(run: JobRun) -> dict[str, Any]:
         "counts": run.counts,
         "errors": run.errors,
     }
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    job: str
-    last_run: JobRun | None
-    last_success: JobRun | None
-
-
-def latest_job_runs() -> list[JobStatus]:
-    """For each registered job, its latest run and latest successful run (reviewer home page,
-    /health/)."""
-    statuses = []
-    for name in JOBS:
-        runs = JobRun.objects.filter(job=name).order_by("-started_at")
-        statuses.append(JobStatus(
-            job=name, last_run=runs.first(), last_success=runs.filter(status=JobRun.Status.SUCCEEDED).first(),
-        ))
-    return statuses

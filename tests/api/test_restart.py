@@ -1,24 +1,14 @@
 """State survives a server restart: a real gunicorn process against the test database is
 written to, killed, started again, and read back (records, recall, forget request, history)."""
 
-import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
 from memory.models import MemoryRecord, ReviewerToken
 from tests.conftest import memory_body
+from tests.processes import GunicornServer
 
 # Committed rows, so the server process sees them. (No serialized_rollback: its flush leaves the
 # content types table empty for the tests after it; the `tenant` fixture re-seeds the memory kinds.)
@@ -27,76 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 UNTRUSTED = {"authority": "agent", "provenance": {"source_type": "agent_inference"}}
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """gunicorn serving config.wsgi on a free port, as a separate process."""
-
-    def __init__(self, log_path: Path):
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
-        self.base = ""
-
-    def start(self) -> None:
-        port = _free_port()
-        self.base = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "config.settings",
-               "APP_VAR_DIR": str(settings.VAR_DIR)}
-        log = self.log_path.open("a")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-             "--log-level", "warning"],
-            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log_path.read_text()[-3000:]
-            try:
-                urllib.request.urlopen(f"{self.base}/api/v1/memories/", timeout=1)
-            except urllib.error.HTTPError:
-                return  # a 401 means it is up
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError("server did not start:\n" + self.log_path.read_text()[-3000:])
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-    def call(self, method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict | str]:
-        request = urllib.request.Request(
-            self.base + path, method=method, data=json.dumps(body).encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                status, raw, content_type = response.status, response.read(), response.headers["Content-Type"]
-        except urllib.error.HTTPError as error:
-            status, raw, content_type = error.code, error.read(), error.headers["Content-Type"]
-        return status, (json.loads(raw) if "json" in (content_type or "") else raw.decode())
-
-
 @pytest.fixture
 def server(tmp_path):
-    running = Server(tmp_path / "gunicorn.log")
+    running = GunicornServer(tmp_path / "gunicorn.log")
     yield running
     running.stop()
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from memory.models import Authority, MemoryKind, MemoryRecord, SourceType, Status, Trust, content_digest
-from tests.governance.processes import CeleryStack
+from tests.processes import CeleryStack
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from django.db import connection
 from governance.jobs.expire import expire
 from governance.models import JobRun
 from memory.models import MemoryRecord, Status
-from tests.governance.processes import ROOT, database_url_for_subprocesses
+from tests.processes import ROOT, database_url_for_subprocesses
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from config.celery import app as celery_app
 from governance import jobs
-from governance.jobs import JOBS, JobIncomplete, UnknownJob, job_run_summary, latest_job_runs, run_job
+from governance.jobs import JOBS, JobIncomplete, UnknownJob, job_run_summary, run_job
+from governance.selectors import last_job_runs
 from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
 from governance.models import JobRun
@@ -114,7 +115,7 @@ def test_summary_has_the_contract_fields_and_latest_runs_per_job(make_records):
     summary = job_run_summary(run)
     assert {"job", "started_at", "finished_at", "counts", "errors"} <= set(summary)
     assert (summary["job"], summary["counts"], summary["errors"]) == ("expire", {"expired": 1}, [])
-    statuses = {status.job: status for status in latest_job_runs()}
+    statuses = {status["job"]: status for status in last_job_runs()}
     assert set(statuses) == set(jobs.JOBS)
-    assert statuses["expire"].last_run == run and statuses["expire"].last_success == run
-    assert failed.pk != run.pk and statuses["prune"].last_run is None
+    assert statuses["expire"]["run"] == run and statuses["expire"]["last_success"] == run
+    assert failed.pk != run.pk and statuses["prune"]["run"] is None

@@ -10,7 +10,7 @@ from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
 from governance.models import JobRun
 from memory.models import MemoryRecord, Status
-from tests.governance.processes import wait_for
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -1,13 +1,17 @@
-"""Real Celery processes for tests: `celery -A config worker|beat|call` as subprocesses, with the
-test database passed through DATABASE_URL, a private APP_VAR_DIR (filesystem broker folders, beat
+"""Real processes for tests, against the test database (passed through DATABASE_URL): a gunicorn
+server, and Celery `worker|beat|call` as subprocesses with a private APP_VAR_DIR (filesystem broker folders, beat
 schedule file) and a private queue name, so tests never see each other's messages in a shared
 Redis. The broker is Redis when REDIS_URL is set (CI), else the filesystem broker."""
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +22,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 
 
@@ -128,7 +132,7 @@ class CeleryStack:
             import redis
 
             client = redis.Redis.from_url(self.env["REDIS_URL"])
-            client.delete(self.queue, f"_kombu.binding.{self.queue}")
+            client.delete(self.queue, f"_kombu.binding.{self.queue}", f"_kombu.binding_permanent.{self.queue}")
             client.close()
         # Connections the workers left behind must not block the test database's flush.
         if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
@@ -137,3 +141,66 @@ class CeleryStack:
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class GunicornServer:
+    """gunicorn serving config.wsgi on a free port, as a separate process, against the test database."""
+
+    def __init__(self, log_path: Path, *, workers: int = 1, **env: str):
+        self.log_path = log_path
+        self.workers = workers
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.base = ""
+
+    def start(self) -> None:
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses(), "DJANGO_SETTINGS_MODULE": "config.settings",
+               "APP_VAR_DIR": str(settings.VAR_DIR), **self.env}
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers),
+             "--log-level", "warning"],
+            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log_path.read_text()[-3000:]
+            try:
+                urllib.request.urlopen(f"{self.base}/api/v1/memories/", timeout=1)
+            except urllib.error.HTTPError:
+                return  # a 401 means it is up
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("server did not start:\n" + self.log_path.read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def call(self, method: str, path: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict | str]:
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(
+            self.base + path, method=method, data=json.dumps(body).encode() if body is not None else None, headers=headers,
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status, raw, content_type = response.status, response.read(), response.headers["Content-Type"]
+        except urllib.error.HTTPError as error:
+            status, raw, content_type = error.code, error.read(), error.headers["Content-Type"]
+        return status, (json.loads(raw) if "json" in (content_type or "") else raw.decode())
