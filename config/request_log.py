@@ -1,8 +1,11 @@
 """One structured log line per request: id, method, path (no query string: it may carry a
-subject), status, duration and who called. Never bodies, never content."""
+subject), status, duration and who called. Never bodies, never content. And a filter on the log
+handler that keeps an exception's type and code locations but drops its message, which can quote a
+row (PostgreSQL's "Failing row contains (...)")."""
 
 import logging
 import time
+import traceback
 import uuid
 
 logger = logging.getLogger("governed_memory.request")
@@ -39,3 +42,14 @@ def _actor_label(request) -> str:
     if user is not None and user.is_authenticated:
         return f"user:{user.get_username()}"
     return "anonymous"
+
+
+class RedactExceptionFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record.exception_type = type(exc).__name__
+            record.code_locations = "".join(traceback.format_tb(exc.__traceback__))
+            record.exc_info = None
+            record.exc_text = None
+        return True

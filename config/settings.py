@@ -160,6 +160,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# History is an audit trail: reverting a record to an old version from the admin would bypass the
+# lifecycle services (and could bring forgotten content back).
+SIMPLE_HISTORY_REVERT_DISABLED = True
+
 # --- memory policy knobs (retention per kind lives in the database, not here) ---
 MEMORY_MAX_CONTENT_CHARS = env_int("MEMORY_MAX_CONTENT_CHARS", 4000)
 MEMORY_RECALL_MAX_LIMIT = env_int("MEMORY_RECALL_MAX_LIMIT", 50)
@@ -167,6 +171,7 @@ MEMORY_RECALL_CANDIDATES = env_int("MEMORY_RECALL_CANDIDATES", 200)
 MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
+IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 72)  # the prune job deletes older keys
 
 # --- Celery: Redis when REDIS_URL is set, else a filesystem broker that needs no server ---
 # Every job is idempotent (it selects work by state and skips what is done) and runs under a lock,
@@ -236,7 +241,8 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "filters": {"redact_exceptions": {"()": "config.request_log.RedactExceptionFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["redact_exceptions"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

@@ -2,6 +2,7 @@
 Records are read-only here; admins change them only through lifecycle actions (services)."""
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -10,7 +11,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from memory import services
 from memory.actors import Actor
 from memory.errors import DomainError
-from memory.models import AgentCredential, Agent, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Tenant
+from memory.models import Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Status, Tenant
 
 
 @admin.register(Tenant)
@@ -88,8 +89,21 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # statuses change only through the lifecycle actions below (the services)
+
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False  # records leave through forget and prune, which keep the audit trail honest
+
+    def history_form_view(self, request: HttpRequest, object_id, version_id, extra_context=None):
+        # simple-history saves a POSTed historical form even with revert disabled, needing only
+        # view permission; here a historical version is for reading.
+        if request.method != "GET":
+            raise PermissionDenied("History is read-only; use the lifecycle actions.")
+        # A historical version shows the content as it was: never for a forgotten record.
+        if MemoryRecord.objects.filter(pk=object_id, status=Status.FORGOTTEN).exists():
+            raise PermissionDenied("The content of a forgotten memory is not shown.")
+        return super().history_form_view(request, object_id, version_id, extra_context)
 
     @admin.display(description="content")
     def shown_content(self, obj: MemoryRecord) -> str:
@@ -97,14 +111,13 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
 
     def _apply(self, request: HttpRequest, queryset: QuerySet, service, verb: str) -> None:
         actor = Actor.for_user(request.user, channel="admin")
-        done, failed = 0, 0
-        for record in queryset.only("pk", "version"):
+        done = 0
+        for pk, version in queryset.order_by().values_list("pk", "version"):
             try:
-                service(record_id=record.pk, expected_version=record.version, actor=actor, note="admin action")
+                service(record_id=pk, expected_version=version, actor=actor, note="admin action")
                 done += 1
             except DomainError as exc:
-                failed += 1
-                messages.error(request, f"{record.pk}: {exc.detail}")
+                messages.error(request, f"{pk}: {exc.detail}")
         if done:
             messages.success(request, f"{verb} {done} record(s).")
 

@@ -28,6 +28,7 @@ from memory.models import (
     TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind, MemoryRecord, SourceType, Status, Trust,
     content_digest,
 )
+from memory.selectors import records_in_scope
 from memory.validation import WriteDraft, parse_write
 
 # Fields a transition may change; bulk updates write exactly these.
@@ -88,14 +89,17 @@ def _kinds() -> dict[str, MemoryKind]:
     return {kind.name: kind for kind in MemoryKind.objects.all()}
 
 
-def _check_body_scope(credential: AgentCredential, data: Any) -> None:
+def reject_foreign_scope(data: Any, credential: AgentCredential) -> Any:
+    """Tenant and agent come from the token. A body naming another tenant or agent is a 403;
+    naming the token's own is allowed and dropped. Returns the body without those fields."""
     if not isinstance(data, Mapping):
-        return
+        return data
     agent = credential.agent
-    if "tenant" in data and data["tenant"] not in (None, agent.tenant.slug):
-        raise ScopeDenied("The body names another tenant than the token's.", errors={"tenant": ["Not your tenant."]})
-    if "agent" in data and data["agent"] not in (None, agent.slug):
-        raise ScopeDenied("The body names another agent than the token's.", errors={"agent": ["Not your agent."]})
+    own = {"tenant": agent.tenant.slug, "agent": agent.slug}
+    for name, value in own.items():
+        if name in data and data[name] not in (None, value):
+            raise ScopeDenied(f"The body names another {name} than the token's.", errors={name: [f"Not your {name}."]})
+    return {key: value for key, value in data.items() if key not in own}
 
 
 def _admission(draft: WriteDraft) -> tuple[str, str, str]:
@@ -125,7 +129,7 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
         if replay:
             return replay
 
-    _check_body_scope(credential, data)
+    data = reject_foreign_scope(data, credential)
     now = timezone.now()
     draft = parse_write(data, kinds=_kinds(), now=now)
     if not credential.allows_purpose(draft.purpose):
@@ -245,35 +249,35 @@ def _supersede_locked(record: MemoryRecord, *, actor: Actor, reason: str, now: d
 # single-record transitions (compare-and-swap)
 
 
-def _scoped(actor: Actor) -> QuerySet[MemoryRecord]:
-    qs = MemoryRecord.objects.all()
-    if actor.is_agent:
-        return qs.filter(agent_id=actor.credential.agent_id)
-    if actor.tenant_ids is not None:
-        return qs.filter(tenant_id__in=actor.tenant_ids)
-    return qs
+def _require_version(expected_version) -> None:
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise ValidationFailed("expected_version is required.", errors={"expected_version": ["Must be an integer."]})
+
+
+def _check_applies(record: MemoryRecord, name: str, expected_version: int) -> None:
+    """Compare-and-swap on the locked row: the caller's version, then the allowed statuses."""
+    if record.version != expected_version:
+        count_conflict("stale_version")
+        raise StaleVersion(
+            f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
+            code="stale_version",
+        )
+    if record.status not in TRANSITIONS[name][0]:
+        count_conflict("invalid_transition")
+        raise InvalidTransition(f"Cannot {name} a memory that is {record.status}.", code="invalid_transition")
 
 
 def _transition(
     name: str, *, record_id: uuid.UUID | str, expected_version: int, actor: Actor, note: str = "",
     mutate: Callable[[MemoryRecord, datetime], None] | None = None,
 ) -> MemoryRecord:
-    allowed_from, target = TRANSITIONS[name]
-    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
-        raise ValidationFailed("expected_version is required.", errors={"expected_version": ["Must be an integer."]})
+    _, target = TRANSITIONS[name]
+    _require_version(expected_version)
     with transaction.atomic():
-        record = _scoped(actor).select_for_update().filter(pk=record_id).first()
+        record = records_in_scope(actor).select_for_update().filter(pk=record_id).first()
         if record is None:
             raise RecordNotFound("No such memory in your scope.")
-        if record.version != expected_version:
-            count_conflict("stale_version")
-            raise StaleVersion(
-                f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
-                code="stale_version",
-            )
-        if record.status not in allowed_from:
-            count_conflict("invalid_transition")
-            raise InvalidTransition(f"Cannot {name} a memory that is {record.status}.", code="invalid_transition")
+        _check_applies(record, name, expected_version)
         now = timezone.now()
         if record.status != target:
             record.status = target
@@ -303,20 +307,30 @@ def _mark_reviewed(actor: Actor) -> Callable[[MemoryRecord, datetime], None]:
 
 def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
     """quarantined -> active, trust verified. Humans only. A record that corrects another supersedes
-    it now, if that one is still active."""
+    it now; if the corrected record has moved on meanwhile (superseded by another correction,
+    expired, forgotten), the promotion is a conflict: the correction no longer applies as written."""
     _require_human(actor, "promote")
     review = _mark_reviewed(actor)
 
+    corrected: list[MemoryRecord] = []
+
     def mutate(record: MemoryRecord, now: datetime) -> None:
+        if record.supersedes_id:
+            previous = MemoryRecord.objects.select_for_update().get(pk=record.supersedes_id)
+            if previous.status != Status.ACTIVE:
+                count_conflict("supersession")
+                raise Conflict(
+                    f"This memory corrects one that is now {previous.status}: the correction no longer applies. "
+                    "Reject it, or let the agent write it again.", code="supersedes_not_active",
+                )
+            corrected.append(previous)
         review(record, now)
         record.confirmed_at = now
 
     with transaction.atomic():
         record = _transition("promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
-        if record.supersedes_id:
-            previous = MemoryRecord.objects.select_for_update().filter(pk=record.supersedes_id, status=Status.ACTIVE).first()
-            if previous is not None:
-                _supersede_locked(previous, actor=actor, reason="review.supersede", now=record.reviewed_at, note=note)
+        for previous in corrected:
+            _supersede_locked(previous, actor=actor, reason=f"{actor.channel}.supersede", now=record.reviewed_at, note=note)
         return record
 
 
@@ -390,8 +404,9 @@ def memory_supersede(
             expires_at=now + min(old.kind.default_ttl, old.kind.max_ttl),
             valid_from=None, valid_to=None, status=Status.ACTIVE, version=1, supersedes=old,
         )
-        _stamp(record, actor=actor, reason="review.correct", note=note)
+        _stamp(record, actor=actor, reason=f"{actor.channel}.correct", note=note)
         record.save(force_insert=True)
+        count_on_commit(WRITES, record.status)
         return record
 
 
@@ -407,8 +422,7 @@ def memory_supersede_by(
     kept by the caller (a dedup proposal). Compare-and-swap on `expected_version`; exactly one
     history row, reason `<channel>.<action>` (e.g. `review.dedup_accept`)."""
     _require_human(actor, "supersede")
-    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
-        raise ValidationFailed("expected_version is required.", errors={"expected_version": ["Must be an integer."]})
+    _require_version(expected_version)
     try:
         target_id, by_id = uuid.UUID(str(record_id)), uuid.UUID(str(by_record_id))
     except ValueError:
@@ -417,21 +431,13 @@ def memory_supersede_by(
         raise InvalidTransition("A memory cannot supersede itself.", code="self_supersession")
     with transaction.atomic():
         # Lock both rows in primary-key order so two decisions over the same pair cannot deadlock.
-        locked = {r.pk: r for r in _scoped(actor).select_for_update().filter(pk__in=[target_id, by_id]).order_by("pk")}
+        locked = {r.pk: r for r in records_in_scope(actor).select_for_update().filter(pk__in=[target_id, by_id]).order_by("pk")}
         record, replacement = locked.get(target_id), locked.get(by_id)
         if record is None or replacement is None:
             raise RecordNotFound("No such memory in your scope.")
-        if record.version != expected_version:
-            count_conflict("stale_version")
-            raise StaleVersion(
-                f"The memory is at version {record.version}, not {expected_version}: reload and decide again.",
-                code="stale_version",
-            )
-        if record.status not in TRANSITIONS["supersede"][0] or replacement.status != Status.ACTIVE:
-            count_conflict("invalid_transition")
-        if record.status not in TRANSITIONS["supersede"][0]:
-            raise InvalidTransition(f"Cannot supersede a memory that is {record.status}.", code="invalid_transition")
+        _check_applies(record, "supersede", expected_version)
         if replacement.status != Status.ACTIVE:
+            count_conflict("invalid_transition")
             raise InvalidTransition(f"The replacing memory is {replacement.status}, not active.", code="replacement_not_active")
         if (record.tenant_id, record.agent_id, record.purpose) != (replacement.tenant_id, replacement.agent_id, replacement.purpose):
             raise InvalidTransition("The replacing memory belongs to another agent or purpose.", code="scope_mismatch")
@@ -489,9 +495,10 @@ class ForgetOutcome:
 
 
 def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason: str = "") -> ForgetOutcome:
-    """Logical forget, synchronous: every record of the subject in the tenant (whatever its agent
-    or status), and every record derived from one of them, becomes `forgotten`. Recall excludes
-    them as soon as this commits; content is removed from storage by forget propagation."""
+    """Logical forget, synchronous: every record of the subject (whatever its status), and every
+    record derived from one of them, becomes `forgotten`. A reviewer forgets across the tenant (an
+    erasure request); an agent only within its own records, since its token fixes the agent. Recall
+    excludes them as soon as this commits; content is removed from storage by forget propagation."""
     if not actor.may_access_tenant(tenant_id):
         raise RecordNotFound("No such tenant in your scope.")
     if actor.is_agent and not actor.credential.can_forget:
@@ -499,7 +506,7 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
     now = timezone.now()
     with transaction.atomic():
         direct = _forget_locked(
-            MemoryRecord.objects.filter(tenant_id=tenant_id, subject=subject), actor=actor, now=now,
+            records_in_scope(actor).filter(tenant_id=tenant_id, subject=subject), actor=actor, now=now,
             reason=f"{actor.channel}.forget", note=reason,
         )
         lineage: list[uuid.UUID] = []
@@ -517,7 +524,9 @@ def _forget_locked(queryset: QuerySet[MemoryRecord], *, actor: Actor, now: datet
     ids = list(queryset.exclude(status=Status.FORGOTTEN).values_list("pk", flat=True))
     done: list[uuid.UUID] = []
     for start in range(0, len(ids), 1000):
-        records = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000]).exclude(status=Status.FORGOTTEN))
+        # Locked in primary-key order, like every other multi-row lock, so no two paths deadlock.
+        records = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000])
+                       .exclude(status=Status.FORGOTTEN).order_by("pk"))
         for record in records:
             record.status = Status.FORGOTTEN
             record.status_changed_at = now

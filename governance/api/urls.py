@@ -1,13 +1,14 @@
-"""Governance API routes under /api/v1/. Register further viewsets (dedup proposals) on `router`."""
+"""Governance API routes under /api/v1/: forget requests and dedup proposals."""
 
 from rest_framework.routers import SimpleRouter
 
-from governance.api.views import ForgetRequestViewSet
+from governance.api.views import ForgetRequestViewSet, ProposalViewSet
 
 app_name = "governance-api"
 
 router = SimpleRouter()
 router.register("forget", ForgetRequestViewSet, basename="forget")
+router.register("proposals", ProposalViewSet, basename="proposal")
 
 urlpatterns = [
     *router.urls,

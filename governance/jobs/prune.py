@@ -9,7 +9,8 @@ still propagating wait, because propagation finds the artifacts to clean through
 
 Pruning is not a status change, so it writes no history row; it deletes in set-based statements,
 one chunk per transaction. A forgotten subject keeps its content-free `ForgetTombstone`, so a
-restored backup can be recognised and forgotten again. Old JobRun rows are trimmed here too.
+restored backup can be recognised and forgotten again. Old JobRun rows and idempotency keys are
+trimmed here too.
 """
 
 import uuid
@@ -19,9 +20,10 @@ from datetime import datetime, timedelta
 from django.apps import apps
 from django.conf import settings
 from django.db import models, transaction
+from django.db.models import Q
 
 from governance.models import ForgetRequest, JobRun
-from memory.models import PURGEABLE_STATUSES, MemoryKind, MemoryRecord
+from memory.models import PURGEABLE_STATUSES, IdempotencyKey, MemoryKind, MemoryRecord
 
 
 class PruneBlocked(RuntimeError):
@@ -49,6 +51,7 @@ def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
             if len(rows) < batch_size:
                 break
     counts["job_runs_deleted"] = _trim_job_runs(now=now, batch_size=batch_size)
+    counts["idempotency_keys_deleted"] = _trim_idempotency_keys(now=now, batch_size=batch_size)
     return dict(counts)
 
 
@@ -102,5 +105,21 @@ def _trim_job_runs(*, now: datetime, batch_size: int) -> int:
         ids = list(old.order_by().values_list("pk", flat=True)[:batch_size])
         if ids:
             deleted += JobRun.objects.filter(pk__in=ids).delete()[0]
+        if len(ids) < batch_size:
+            return deleted
+
+
+def _trim_idempotency_keys(*, now: datetime, batch_size: int) -> int:
+    """Idempotency keys serve retries, which come within minutes: keys older than
+    IDEMPOTENCY_KEY_RETENTION_HOURS go, and so do keys whose record was pruned (their fingerprint
+    is a hash of a body that held the content, and no forget could find them any more)."""
+    stale = IdempotencyKey.objects.filter(
+        Q(created_at__lt=now - timedelta(hours=settings.IDEMPOTENCY_KEY_RETENTION_HOURS)) | Q(record__isnull=True)
+    )
+    deleted = 0
+    while True:
+        ids = list(stale.order_by().values_list("pk", flat=True)[:batch_size])
+        if ids:
+            deleted += IdempotencyKey.objects.filter(pk__in=ids).delete()[0]
         if len(ids) < batch_size:
             return deleted

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import views
+from governance.review import proposals, views
 
 app_name = "review"
 urlpatterns = [
@@ -15,5 +15,8 @@ urlpatterns = [
     path("forget/", views.forget_list, name="forget_list"),
     path("forget/new/", views.forget_new, name="forget_new"),
     path("forget/<uuid:pk>/", views.forget_detail, name="forget_detail"),
+    path("proposals/", proposals.proposal_list, name="proposals"),
+    path("proposals/<uuid:pk>/", proposals.proposal_detail, name="proposal_detail"),
+    path("proposals/<uuid:pk>/<slug:action>/", proposals.proposal_decide, name="proposal_decide"),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]

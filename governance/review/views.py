@@ -29,6 +29,7 @@ from django.views.decorators.http import require_POST
 
 from governance.charts import Series, grouped_bars, points, stacked_bars
 from governance.dashboard import AGE_BUCKETS, build_dashboard
+from governance.dedup.selectors import superseded_sources, superseded_sources_by_record
 from governance.models import ForgetRequest
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
 from governance.selectors import last_job_runs, queue_stats
@@ -193,6 +194,11 @@ def quarantine(request: HttpRequest) -> HttpResponse:
     actor = request.actor
     filterset = _queue_filter(request, quarantine_queue(actor))
     page = Paginator(_queue_rows(filterset), QUARANTINE_PAGE_SIZE).get_page(request.GET.get("page"))
+    # A summary whose sources were superseded since may no longer hold: say so on its row (one
+    # query for the whole page).
+    stale_sources = superseded_sources_by_record([record.pk for record in page.object_list]) if page.object_list else {}
+    for record in page.object_list:
+        record.superseded_source_ids = stale_sources.get(record.pk, [])
     return _page(request, "review/quarantine.html", {
         "nav": "quarantine", "page": page, "filterset": filterset,
         "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
@@ -361,6 +367,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "nav": "", "record": record, "earlier": earlier, "later": later,
         "derived_from": list(scope.filter(derivatives=record).select_related("kind").order_by("created_at")),
         "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
+        "superseded_sources": list(superseded_sources(record)),
         "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
         "history": _history_timeline(record),
         "actions": ACTIONS_FOR_STATUS.get(record.status, ()), "supersede_form": supersede_form,

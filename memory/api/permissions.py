@@ -6,8 +6,6 @@ from rest_framework.permissions import BasePermission
 
 from memory.actors import REVIEWERS_GROUP
 from memory.api.authentication import request_actor
-from memory.errors import ScopeDenied
-from memory.models import AgentCredential
 
 
 def _is_reviewer(request) -> bool:
@@ -46,14 +44,3 @@ class IsAgentOrReviewer(BasePermission):
         return actor is not None and (actor.is_agent or _is_reviewer(request))
 
 
-def reject_foreign_scope(data, credential: AgentCredential) -> dict:
-    """Tenant and agent come from the token. A body naming another tenant or agent is a 403;
-    naming the token's own is allowed and dropped. Returns the body without those fields."""
-    if not isinstance(data, dict):
-        return data
-    agent = credential.agent
-    own = {"tenant": agent.tenant.slug, "agent": agent.slug}
-    for name, value in own.items():
-        if name in data and data[name] not in (None, value):
-            raise ScopeDenied(f"The body names another {name} than the token's.", errors={name: [f"Not your {name}."]})
-    return {key: value for key, value in data.items() if key not in own}

@@ -9,7 +9,6 @@ does the log line of an unexpected error: only its type and the code locations.
 
 import logging
 import math
-import traceback
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
@@ -104,8 +103,7 @@ def problem_exception_handler(exc, context):
     # Unexpected: roll back, log where it happened (not the message, which may quote a row), and
     # answer a bare 500.
     set_rollback()
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error("Unhandled %s in %s", type(exc).__name__, instance, extra={"code_locations": frames})
+    logger.error("Unhandled %s in %s", type(exc).__name__, instance, exc_info=exc)  # the handler drops the message
     body = problem(status=500, code="server_error", title="Internal server error",
                    detail="The request could not be completed.", instance=instance)
     return Response(body, status=500, content_type=PROBLEM_CONTENT_TYPE)

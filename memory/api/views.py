@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 from memory import services
 from memory.actors import Actor
 from memory.api.authentication import request_actor
-from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer, reject_foreign_scope
+from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
 from memory.api.serializers import (
     MemoryRecordSerializer, MemoryWriteRequestSerializer, ProblemSerializer, RecallRequestSerializer,
     RecallResponseSerializer, TransitionRequestSerializer,
@@ -127,7 +127,8 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
     def _transition(self, request: Request, pk: str) -> Response:
         actor = request_actor(request)
-        body = TransitionRequestSerializer(data=request.data)
+        data = services.reject_foreign_scope(request.data, actor.credential) if actor.is_agent else request.data
+        body = TransitionRequestSerializer(data=data)
         body.is_valid(raise_exception=True)
         # The services scope by tenant and agent; the API scope also holds an agent to its purposes.
         if not record_queryset(actor).filter(pk=pk).exists():
@@ -172,6 +173,6 @@ class RecallView(APIView):
     )
     def post(self, request: Request) -> Response:
         credential = request.auth
-        query = parse_recall(reject_foreign_scope(request.data, credential))
+        query = parse_recall(services.reject_foreign_scope(request.data, credential))
         result = recall(credential=credential, q=query)
         return Response(RecallResponseSerializer(result).data)

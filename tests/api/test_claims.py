@@ -58,7 +58,7 @@ def test_a_correction_supersedes_the_earlier_record_and_recall_returns_only_the_
 
 
 def test_forgetting_a_subject_reports_the_number_affected_and_recall_returns_none_of_them(
-    api_write, agent_client, tenant, make_credential, client_for,
+    api_write, agent_client, tenant, make_credential, client_for, reviewer_client,
 ):
     other_agent = client_for(make_credential(tenant, agent_slug="sales-bot"))
     mine = [api_write(subject="customer/zed", content=f"Zed likes green tea ({i}).") for i in range(2)]
@@ -68,16 +68,22 @@ def test_forgetting_a_subject_reports_the_number_affected_and_recall_returns_non
     response = agent_client.post(FORGET, {"subject": "customer/zed", "reason": "erasure request #123"})
     assert response.status_code == 202
     body = response.json()
-    assert (body["status"], body["affected"], body["subject"], body["receipts"]) == ("propagating", 3, "customer/zed", [])
+    # An agent's token fixes its agent: it forgets its own records, not another agent's.
+    assert (body["status"], body["affected"], body["subject"], body["receipts"]) == ("propagating", 2, "customer/zed", [])
     assert recall_ids(agent_client, query="tea") == [kept["id"]]
-    assert recall_ids(other_agent, query="tea") == []
-    for record in [*mine, theirs]:
+    assert recall_ids(other_agent, query="tea") == [theirs["id"]]
+    for record in mine:
         assert MemoryRecord.objects.get(pk=record["id"]).status == "forgotten"
     shown = agent_client.get(f"{MEMORIES}{mine[0]['id']}/").json()
     assert (shown["status"], shown["content"], shown["content_hash"]) == ("forgotten", None, None)
 
     again = agent_client.post(FORGET, {"subject": "customer/zed", "reason": "erasure request #123"})
     assert again.status_code == 202 and again.json()["affected"] == 0
+
+    # A reviewer's erasure request covers the whole tenant.
+    erasure = reviewer_client.post(FORGET, {"subject": "customer/zed", "reason": "erasure request #123"})
+    assert erasure.status_code == 202 and erasure.json()["affected"] == 1
+    assert recall_ids(other_agent, query="tea") == []
 
 
 def test_expired_and_over_budget_items_are_not_returned(api_write, agent_client):
@@ -118,3 +124,11 @@ def test_recall_items_carry_provenance_score_parts_and_a_dated_context_line(api_
 def _body_like(record: dict) -> dict:
     return {key: record[key] for key in ("kind", "subject", "purpose", "authority", "confidence", "provenance")} | {
         "content": "A correction."}
+
+
+def test_a_transition_body_naming_another_tenant_is_forbidden(api_write, agent_client, other_tenant):
+    record = api_write()
+    url = f"{MEMORIES}{record['id']}/confirm/"
+    assert_problem(agent_client.post(url, {"expected_version": 1, "tenant": other_tenant.slug}), 403, errors={"tenant"})
+    assert MemoryRecord.objects.get(pk=record["id"]).version == 1
+    assert agent_client.post(url, {"expected_version": 1, "tenant": "acme"}).status_code == 200  # its own: fine

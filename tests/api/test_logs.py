@@ -19,21 +19,17 @@ CANARY = "canary-7f3e-do-not-log-this-sentence"
 
 @pytest.fixture
 def json_log():
-    """Every log record of every logger, formatted exactly as production formats it."""
-    config = settings.LOGGING["formatters"]["json"]
-    formatter = import_string(config["()"])(**{k: v for k, v in config.items() if k != "()"})
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(formatter)
-    handler.setLevel(logging.DEBUG)
+    """Every log record of every logger, through the handler the LOGGING setting configures (its
+    JSON formatter and filters), captured instead of going to stderr."""
     root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
+    handler = next(h for h in root.handlers if isinstance(h.formatter, import_string(settings.LOGGING["formatters"]["json"]["()"])))
+    stream = io.StringIO()
+    old_stream, old_level = handler.setStream(stream), root.level
     root.setLevel(logging.DEBUG)
     try:
         yield stream
     finally:
-        root.removeHandler(handler)
+        handler.setStream(old_stream)
         root.setLevel(old_level)
 
 
@@ -71,3 +67,13 @@ def test_canary_content_never_reaches_a_log_line(json_log, agent_client, reviewe
     assert any(line["actor"].startswith("agent:") for line in requests)
     jobs = [line for line in lines if line.get("message") == "job run finished"]
     assert {line.get("job") for line in jobs} >= {"propagate_forgets", "expire"}
+
+
+def test_an_exception_message_is_not_logged_only_its_type_and_place(json_log):
+    try:
+        raise ValueError(f'new row violates check constraint: Failing row contains ({CANARY})')
+    except ValueError:
+        logging.getLogger("django.request").exception("Internal Server Error: /review/")
+    line = json.loads(json_log.getvalue().strip().splitlines()[-1])
+    assert CANARY not in json_log.getvalue()
+    assert line["exception_type"] == "ValueError" and "test_logs.py" in line["code_locations"]

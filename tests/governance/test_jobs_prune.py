@@ -75,7 +75,8 @@ def test_links_to_pruned_records_are_removed_or_cleared_and_the_rest_survives(wr
     successor.refresh_from_db()
     assert list(summary.derived_from.all()) == [] and summary.status == Status.QUARANTINED
     assert successor.supersedes_id is None and successor.status == Status.ACTIVE
-    assert IdempotencyKey.objects.get(key="k-source").record_id is None  # a replay now says "gone"
+    # the key lost its record, and its fingerprint hashes the old body: it goes too
+    assert not IdempotencyKey.objects.filter(key="k-source").exists() and counts["idempotency_keys_deleted"] == 1
     assert not DedupProposal.objects.filter(pk=proposal.pk).exists()
     assert DedupProposal.objects.filter(pk=other.pk).exists() and not other.drops.exists()
     assert counts["references_deleted"] == 3 and counts["references_cleared"] == 2
@@ -109,3 +110,13 @@ def test_old_job_runs_are_trimmed_but_each_jobs_last_success_is_kept(settings):
 
     assert prune(now=timezone.now(), batch_size=1)["job_runs_deleted"] == 2
     assert set(JobRun.objects.values_list("pk", flat=True)) == {last_success.pk, recent.pk}
+
+
+def test_idempotency_keys_older_than_the_retention_are_trimmed(write, settings):
+    settings.IDEMPOTENCY_KEY_RETENTION_HOURS = 24
+    write(idempotency_key="old")
+    write(idempotency_key="fresh")
+    IdempotencyKey.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    counts = prune(now=timezone.now(), batch_size=1)
+    assert counts["idempotency_keys_deleted"] == 1
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["fresh"]

@@ -323,3 +323,39 @@ def test_mark_used_batches_and_skips_recent(write):
     now = timezone.now()
     assert services.memory_mark_used(record_ids=[r.pk for r in records], at=now) == 3
     assert services.memory_mark_used(record_ids=[r.pk for r in records], at=now + timedelta(seconds=5)) == 0
+
+
+def test_promoting_a_correction_of_a_record_that_moved_on_is_a_conflict(write, reviewer_actor):
+    original = write(content="Prefers phone.")
+    stale_fix = write(authority="agent", provenance={"source_type": "agent_inference"}, content="Prefers fax.",
+                      supersedes=str(original.pk), supersedes_version=1)
+    write(content="Prefers email.", supersedes=str(original.pk), supersedes_version=1)  # another correction wins
+    with pytest.raises(Conflict) as exc:
+        services.memory_promote(record_id=stale_fix.pk, expected_version=1, actor=reviewer_actor)
+    assert exc.value.code == "supersedes_not_active"
+    stale_fix.refresh_from_db()
+    assert (stale_fix.status, stale_fix.version) == (Status.QUARANTINED, 1)
+    # the reviewer can still reject it
+    assert services.memory_reject(record_id=stale_fix.pk, expected_version=1, actor=reviewer_actor).status == Status.REJECTED
+
+
+def test_admin_promotion_labels_both_history_rows_as_admin(write, reviewer):
+    reviewer.is_superuser = True
+    reviewer.save()
+    admin = Actor.for_user(reviewer, channel="admin")
+    original = write()
+    fix = write(authority="agent", provenance={"source_type": "agent_inference"}, supersedes=str(original.pk), supersedes_version=1)
+    services.memory_promote(record_id=fix.pk, expected_version=1, actor=admin)
+    assert _last_history(fix).history_change_reason == "admin.promote"
+    assert _last_history(original).history_change_reason == "admin.supersede"
+
+
+def test_expire_one_record_only_once_it_is_due(write):
+    record = write(ttl_seconds=60)
+    job = Actor.job("expire")
+    with pytest.raises(InvalidTransition):
+        services.memory_expire(record_id=record.pk, expected_version=1, actor=job)
+    MemoryRecord.objects.filter(pk=record.pk).update(created_at=timezone.now() - timedelta(hours=1),
+                                                      expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.memory_expire(record_id=record.pk, expected_version=1, actor=job).status == Status.EXPIRED
+    assert _last_history(record).history_change_reason == "job.expire"

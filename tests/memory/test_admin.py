@@ -1,0 +1,50 @@
+"""The admin changes records only through lifecycle actions: no edit form, no history revert, and
+no view of a forgotten record's old content."""
+
+import pytest
+from django.urls import reverse
+
+from memory.models import MemoryRecord, Status
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "root-pass-123")
+    client.force_login(admin)
+    return client
+
+
+def test_posting_the_change_form_or_a_history_revert_changes_nothing(admin_client, write):
+    record = write(authority="agent", provenance={"source_type": "agent_inference"})
+    history_id = record.history.get().history_id
+    change = reverse("admin:memory_memoryrecord_change", args=[record.pk])
+    revert = reverse("admin:memory_memoryrecord_simple_history", args=[record.pk, history_id])
+    assert admin_client.post(change, {"status": "active"}).status_code == 403
+    assert admin_client.post(revert, {}).status_code == 403
+    record.refresh_from_db()
+    assert (record.status, record.version, record.history.count()) == (Status.QUARANTINED, 1, 1)
+
+
+def test_admin_promote_action_goes_through_the_service(admin_client, write):
+    record = write(authority="agent", provenance={"source_type": "agent_inference"})
+    changelist = reverse("admin:memory_memoryrecord_changelist")
+    response = admin_client.post(changelist, {"action": "promote", "_selected_action": [str(record.pk)]}, follow=True)
+    assert response.status_code == 200
+    record.refresh_from_db()
+    assert (record.status, record.version) == (Status.ACTIVE, 2)
+    assert record.history.order_by("-history_id").first().history_change_reason == "admin.promote"
+
+
+def test_history_version_of_a_forgotten_record_is_not_shown(admin_client, write, credential):
+    from memory.actors import Actor
+    from memory.services import memory_forget_subject
+
+    record = write(subject="customer/gone", content="Secret-ish detail.")
+    history_id = record.history.get().history_id
+    memory_forget_subject(tenant_id=record.tenant_id, subject="customer/gone", actor=Actor.for_credential(credential))
+    response = admin_client.get(reverse("admin:memory_memoryrecord_simple_history", args=[record.pk, history_id]))
+    assert response.status_code == 403
+    assert b"Secret-ish" not in response.content
+    assert MemoryRecord.objects.get(pk=record.pk).status == Status.FORGOTTEN
