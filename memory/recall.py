@@ -3,9 +3,9 @@
 1. Candidates come only from `records_in_scope` for the credential, in the requested purpose
    (which the token must allow), optionally one subject and some kinds, `active`, unexpired and
    valid now. Nothing is searched globally and filtered afterwards.
-2. Within those, a bounded pool is taken: on PostgreSQL the best full-text matches (stored
-   tsvector + GIN index, `ts_rank_cd`) plus the most recently confirmed records; on SQLite the most
-   recently confirmed records, scored for words in Python.
+2. Within those, a bounded pool is taken: on PostgreSQL the best full-text matches among the
+   candidates (stored tsvector, any query term, `ts_rank_cd`) plus the most recently confirmed
+   records; on SQLite the most recently confirmed records, scored for words in Python.
 3. Each candidate is scored as a sum of visible parts (lexical, authority, confidence, recency);
    items fill the token budget in rank order, skipping (and counting) those that do not fit.
 """
@@ -154,20 +154,35 @@ def query_terms(query: str) -> list[str]:
 def _pool(candidates: QuerySet[MemoryRecord], query: str, *, limit: int) -> list[tuple[MemoryRecord, float | None]]:
     """A bounded set of candidates with their database lexical rank (None = score in Python)."""
     recent = candidates.order_by("-confirmed_at")
-    if connection.vendor != "postgresql" or not query_terms(query):
+    terms = query_terms(query)
+    if connection.vendor != "postgresql" or not terms:
         return [(record, None) for record in recent[:limit]]
-    # ts_rank_cd normalised with flag 32 gives rank/(rank+1), in [0, 1).
-    tsquery = "websearch_to_tsquery('english', %s)"
-    rank = RawSQL(f"ts_rank_cd(memory_memoryrecord.search_vector, {tsquery}, 32)", [query])
-    matches = list(
-        candidates.annotate(lexical_rank=rank)
-        .extra(where=[f"memory_memoryrecord.search_vector @@ {tsquery}"], params=[query])
-        .order_by("-lexical_rank")[:limit]
-    )
-    seen = {record.pk for record in matches}
-    pool = [(record, float(record.lexical_rank)) for record in matches]
-    pool += [(record, 0.0) for record in recent[:RECENT_POOL] if record.pk not in seen]
+    ranked = _full_text_ranks(candidates, terms, limit=limit)
+    matches = {record.pk: record for record in candidates.filter(pk__in=list(ranked))}
+    pool = [(matches[pk], rank) for pk, rank in ranked.items() if pk in matches]
+    pool += [(record, 0.0) for record in recent[:RECENT_POOL] if record.pk not in ranked]
     return pool
+
+
+def _full_text_ranks(candidates: QuerySet[MemoryRecord], terms: list[str], *, limit: int) -> dict:
+    """PostgreSQL full-text rank of the candidates matching any query term, best first.
+
+    The hard-filtered candidates are materialised first and only they are matched: the GIN index
+    spans every tenant, and letting the planner start from it would search globally and filter by
+    tenant afterwards (slow for common words, and against the rule). Any term may match (OR), so a
+    question phrased in many words still finds records that share some of them; ts_rank_cd ranks
+    records that cover more terms, closer together, higher (flag 32 maps the rank into [0, 1))."""
+    tsquery = " | ".join(dict.fromkeys(term.replace("'", "") for term in terms))
+    scoped = candidates.order_by().annotate(vector=RawSQL("memory_memoryrecord.search_vector", [])).values("id", "vector")
+    scoped_sql, scoped_params = scoped.query.sql_with_params()
+    sql = (
+        f"WITH scoped AS MATERIALIZED ({scoped_sql}) "
+        "SELECT scoped.id, ts_rank_cd(scoped.vector, q, 32) AS rank FROM scoped, to_tsquery('english', %s) q "
+        "WHERE scoped.vector @@ q ORDER BY rank DESC, scoped.id LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*scoped_params, tsquery, limit))
+        return {row[0]: float(row[1]) for row in cursor.fetchall()}
 
 
 def _lexical_in_python(content: str, terms: list[str]) -> float:

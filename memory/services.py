@@ -15,10 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
-from simple_history.utils import bulk_update_with_history
 
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
@@ -54,26 +53,37 @@ def _stamp(record: MemoryRecord, *, actor: Actor, reason: str, note: str = "") -
         record._history_user = actor.user
 
 
-def _bulk_transition(records: list[MemoryRecord], *, actor: Actor, reason: str, note: str = "") -> None:
-    """Write a batch of already-mutated, locked records with one history row each, in set-based
-    queries. A batch moves every record to one status at one time (version + 1 each), so one UPDATE
-    writes the rows; `bulk_update` would compile a CASE per row and field, which costs several times
-    more than the writes. The history rows are then bulk-created from the mutated instances."""
-    if not records:
-        return
-    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), len(records))
-    status, changed_at = records[0].status, records[0].status_changed_at
-    if any(record.status != status or record.status_changed_at != changed_at for record in records):
-        raise ValueError("A batch transition moves every record to one status at one time.")
-    # The rows are locked since they were read, so the stored version is the instance's minus one.
-    MemoryRecord.objects.filter(pk__in=[record.pk for record in records]).update(
-        status=status, status_changed_at=changed_at, version=F("version") + 1,
+def _bulk_transition(ids: list[uuid.UUID], *, target: str, now: datetime, actor: Actor, reason: str, note: str = "") -> int:
+    """Move a batch of locked records to one status with one history row each, entirely in the
+    database: one UPDATE for the records, one INSERT ... SELECT copying them into the history table
+    (what simple-history would write, without loading a row into Python). The caller holds the row
+    locks and has checked the transition applies."""
+    if not ids:
+        return 0
+    changed = MemoryRecord.objects.filter(pk__in=ids).update(status=target, status_changed_at=now, version=F("version") + 1)
+    _copy_into_history(ids, history_date=now, actor=actor, reason=reason, note=note)
+    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), changed)
+    return changed
+
+
+def _copy_into_history(ids: list[uuid.UUID], *, history_date: datetime, actor: Actor, reason: str, note: str) -> None:
+    history = MemoryRecord.history.model
+    tracked = [f for f in history._meta.concrete_fields if not f.name.startswith("history_")]
+    rows = MemoryRecord.objects.filter(pk__in=ids).order_by().values(*[f.attname for f in tracked])
+    select_sql, select_params = rows.query.sql_with_params()
+    connection = connections[router.db_for_write(MemoryRecord)]
+    quote = connection.ops.quote_name
+    columns = [quote(f.column) for f in tracked]
+    extras = ["history_date", "history_change_reason", "history_type", "history_user_id", "history_actor", "history_note"]
+    sql = (
+        f"INSERT INTO {quote(history._meta.db_table)} ({', '.join(columns + [quote(c) for c in extras])}) "
+        f"SELECT {', '.join('s.' + c for c in columns)}, %s, %s, %s, %s, %s, %s FROM ({select_sql}) s"
     )
-    bulk_update_with_history(  # no fields: the rows are written above; this writes their history
-        records, MemoryRecord, [], batch_size=500,
-        default_user=actor.user, default_change_reason=reason,
-        custom_historical_attrs={"history_actor": actor.label, "history_note": note[:500]},
-    )
+    # The placeholders of the history columns come first in the statement, the subquery's after.
+    params = (connection.ops.adapt_datetimefield_value(history_date), reason, "~",
+              actor.user.pk if actor.user is not None else None, actor.label, note[:500], *select_params)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,7 +191,7 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
         provenance = {**provenance, "contaminated": True}
 
     record = MemoryRecord(
-        tenant_id=agent.tenant_id, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
+        tenant=agent.tenant, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
         content=draft.content, content_hash=content_digest(draft.content),
         source_type=provenance["source_type"], source_uri=provenance["uri"], session_id=provenance["session_id"],
         turn_id=provenance["turn_id"], tool=provenance["tool"], source_version=provenance["source_version"],
@@ -470,19 +480,15 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
     total = batches = 0
     while max_batches is None or batches < max_batches:
         with transaction.atomic():
-            records = list(
+            ids = list(
                 MemoryRecord.objects.select_for_update(skip_locked=True)
                 .filter(status__in=allowed_from, expires_at__lte=now)
-                .order_by("expires_at")[:batch_size]
+                .order_by("expires_at").values_list("pk", flat=True)[:batch_size]
             )
-            for record in records:
-                record.status = target
-                record.status_changed_at = now
-                record.version += 1
-            _bulk_transition(records, actor=actor, reason=f"{actor.channel}.expire")
-        total += len(records)
+            _bulk_transition(ids, target=target, now=now, actor=actor, reason=f"{actor.channel}.expire")
+        total += len(ids)
         batches += 1
-        if len(records) < batch_size:
+        if len(ids) < batch_size:
             break
     return total
 
@@ -525,14 +531,10 @@ def _forget_locked(queryset: QuerySet[MemoryRecord], *, actor: Actor, now: datet
     done: list[uuid.UUID] = []
     for start in range(0, len(ids), 1000):
         # Locked in primary-key order, like every other multi-row lock, so no two paths deadlock.
-        records = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000])
-                       .exclude(status=Status.FORGOTTEN).order_by("pk"))
-        for record in records:
-            record.status = Status.FORGOTTEN
-            record.status_changed_at = now
-            record.version += 1
-        _bulk_transition(records, actor=actor, reason=reason, note=note)
-        done.extend(record.pk for record in records)
+        locked = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000])
+                      .exclude(status=Status.FORGOTTEN).order_by("pk").values_list("pk", flat=True))
+        _bulk_transition(locked, target=Status.FORGOTTEN, now=now, actor=actor, reason=reason, note=note)
+        done.extend(locked)
     return done
 
 

@@ -115,7 +115,11 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         headers = {"Location": f"{request.path}{result.record.pk}/"}
         if result.replayed:
             headers["Idempotent-Replayed"] = "true"
-        return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
+            return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
+        # A record written just now has its tenant, agent and kind attached, and no successor yet:
+        # serialize it as it is rather than reading it back.
+        result.record.superseded_by_id = None
+        return Response(MemoryRecordSerializer(result.record).data, status=status.HTTP_201_CREATED, headers=headers)
 
     @extend_schema(summary="List memories in your scope")
     def list(self, request: Request, *args, **kwargs) -> Response:

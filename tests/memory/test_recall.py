@@ -66,3 +66,12 @@ def test_recall_marks_last_used(write, credential):
     _recall(credential, query="email")
     record.refresh_from_db()
     assert record.last_used_at is not None
+
+
+def test_a_record_sharing_only_some_query_words_still_ranks_first(write, credential):
+    write(content="The office plant needs water on Mondays.")
+    partial = write(content="Send the quarterly invoices by email.")
+    result = _recall(credential, query="how should acme receive invoices and reminders")
+    assert result.items[0].record.pk == partial.pk
+    assert result.items[0].score_parts["lexical"] > 0
+    assert result.items[1].score_parts["lexical"] == 0
