@@ -1,6 +1,8 @@
 """Governance services: filing a forget request (the logical forget happens here, synchronously,
 through the memory lifecycle service; propagation into derived artifacts is a job)."""
 
+import logging
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -9,6 +11,19 @@ from memory.actors import Actor
 from memory.errors import ValidationFailed
 from memory.models import Tenant
 from memory.services import memory_forget_subject
+
+logger = logging.getLogger("governance.forgetting")
+
+
+def _propagate_soon() -> None:
+    """Ask a worker to propagate now rather than at beat's next tick. Best effort: if the broker
+    is unreachable the request stands and beat's next run completes it."""
+    from governance.tasks import run_propagate_forgets
+
+    try:
+        run_propagate_forgets.apply_async(kwargs={"trigger": "forget_request"}, retry=False)
+    except Exception as exc:  # the forget itself has committed; never fail the request here
+        logger.warning("could not enqueue forget propagation; beat will run it", extra={"error": type(exc).__name__})
 
 
 def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason: str = "") -> ForgetRequest:
@@ -41,4 +56,5 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
             tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.slug, subject),
             defaults={"forgotten_at": timezone.now()},
         )
+        transaction.on_commit(_propagate_soon)
     return request

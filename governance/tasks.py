@@ -14,8 +14,10 @@ def run_expire() -> dict:
 
 
 @shared_task(name="governance.tasks.run_propagate_forgets")
-def run_propagate_forgets() -> dict:
-    return job_run_summary(run_job("propagate_forgets", trigger="beat"))
+def run_propagate_forgets(trigger: str = "beat") -> dict:
+    # Also sent right after a forget request commits (trigger "forget_request"), so propagation
+    # does not wait for beat's next tick; /health/ counts only beat's runs.
+    return job_run_summary(run_job("propagate_forgets", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_propose_duplicates")

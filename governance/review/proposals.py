@@ -25,7 +25,8 @@ from governance.dedup.selectors import ProposalMember, content_diff, proposal_in
 from governance.dedup.services import RegretCounts, proposal_accept, proposal_reject, proposal_rollback, regret_counts
 from governance.models import DedupProposal
 from governance.review.forms import NOTE_MAX_CHARS
-from governance.review.views import LIST_PAGE_SIZE, _page, _safe_next, _short, reviewer_required
+from governance.review.common import form_problem, memories, render_page, reviewer_required, safe_next, short_id
+from governance.review.views import LIST_PAGE_SIZE
 from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, ValidationFailed
 from memory.models import MemoryRecord
@@ -81,7 +82,7 @@ def proposal_list(request: HttpRequest) -> HttpResponse:
     for proposal in page.object_list:
         proposal.members = proposal_members(proposal)
         proposal.stale = proposal.status == DedupProposal.Status.OPEN and any(m.moved_on for m in proposal.members)
-    return _page(request, "review/proposal_list.html", {
+    return render_page(request, "review/proposal_list.html", {
         "nav": "proposals", "page": page, "form": form,
         "status_choices": form.fields["status"].choices, "category_choices": form.fields["category"].choices,
         "selected_status": request.GET.get("status") or DedupProposal.Status.OPEN,
@@ -136,7 +137,7 @@ def proposal_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         raise Http404("No such proposal.")
     members = _fresh_members(actor, proposal)
     is_open = proposal.status == DedupProposal.Status.OPEN
-    return _page(request, "review/proposal_detail.html", {
+    return render_page(request, "review/proposal_detail.html", {
         "nav": "proposals", "proposal": proposal, "members": members, "pairs": _pairs(members),
         "is_open": is_open, "can_roll_back": proposal.status == DedupProposal.Status.ACCEPTED,
         "moved_on": [member for member in members if member.moved_on] if is_open else [],
@@ -148,15 +149,6 @@ def proposal_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 # decisions
 
 
-def _form_problem(form: ProposalDecisionForm) -> str:
-    return "; ".join(f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
-                     for name, errors in form.errors.items())
-
-
-def _memories(count: int) -> str:
-    return f"{count} memory" if count == 1 else f"{count} memories"
-
-
 @reviewer_required
 @require_POST
 def proposal_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpResponse:
@@ -164,31 +156,31 @@ def proposal_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRes
     if action not in ("accept", "reject", "rollback"):
         raise Http404("No such action.")
     actor = request.actor
-    back = _safe_next(request, default=reverse("review:proposal_detail", args=[pk]))
+    back = safe_next(request, default=reverse("review:proposal_detail", args=[pk]))
     form = ProposalDecisionForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Nothing was applied to proposal {_short(pk)}. {_form_problem(form)}")
+        messages.error(request, f"Nothing was applied to proposal {short_id(pk)}. {form_problem(form)}")
         return redirect(back)
     note = form.cleaned_data["note"]
     try:
         if action == "accept":
             proposal = proposal_accept(proposal_id=pk, actor=actor, note=note, keep_id=form.cleaned_data["keep"])
             dropped = proposal.drops.count()
-            messages.success(request, f"Proposal {_short(pk)} accepted: {_memories(dropped)} superseded by memory "
-                                      f"{_short(proposal.keep_id)} ({proposal.subject}).")
+            messages.success(request, f"Proposal {short_id(pk)} accepted: {memories(dropped)} superseded by memory "
+                                      f"{short_id(proposal.keep_id)} ({proposal.subject}).")
         elif action == "reject":
             proposal_reject(proposal_id=pk, actor=actor, note=note)
-            messages.success(request, f"Proposal {_short(pk)} rejected: no memory was changed.")
+            messages.success(request, f"Proposal {short_id(pk)} rejected: no memory was changed.")
         else:
             outcome = proposal_rollback(proposal_id=pk, actor=actor, note=note)
-            messages.success(request, f"Proposal {_short(pk)} rolled back: {_memories(len(outcome.restored))} active again.")
+            messages.success(request, f"Proposal {short_id(pk)} rolled back: {memories(len(outcome.restored))} active again.")
             for record_id, why in outcome.not_restored.items():
-                messages.warning(request, f"Memory {_short(record_id)} was not restored: {NOT_RESTORED_WHY.get(why, why)}.")
+                messages.warning(request, f"Memory {short_id(record_id)} was not restored: {NOT_RESTORED_WHY.get(why, why)}.")
     except RecordNotFound as exc:
         raise Http404("No such proposal.") from exc
     except Conflict as exc:  # records moved on (the proposal stays open), or already decided
         messages.warning(request, f"Not applied: {exc.detail} The records as they are now are shown below.")
     except ValidationFailed as exc:
         details = " ".join(message for messages_ in exc.errors.values() for message in messages_)
-        messages.error(request, f"Nothing was applied to proposal {_short(pk)}: {exc.detail} {details}".strip())
+        messages.error(request, f"Nothing was applied to proposal {short_id(pk)}: {exc.detail} {details}".strip())
     return redirect(back)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import proposals, views
+from governance.review import dashboard, proposals, views
 
 app_name = "review"
 urlpatterns = [
@@ -18,5 +18,5 @@ urlpatterns = [
     path("proposals/", proposals.proposal_list, name="proposals"),
     path("proposals/<uuid:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path("proposals/<uuid:pk>/<slug:action>/", proposals.proposal_decide, name="proposal_decide"),
-    path("dashboard/", views.dashboard, name="dashboard"),
+    path("dashboard/", dashboard.dashboard, name="dashboard"),
 ]

@@ -11,26 +11,21 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from governance.charts import Series, grouped_bars, points, stacked_bars
-from governance.dashboard import AGE_BUCKETS, build_dashboard
 from governance.dedup.selectors import superseded_sources, superseded_sources_by_record
 from governance.models import ForgetRequest
+from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
 from governance.selectors import last_job_runs, queue_stats
 from governance.services import forget_request_create
@@ -48,7 +43,6 @@ LIST_PAGE_SIZE = 25
 QUEUE_FILTERS = ("tenant", "agent", "kind", "authority", "source_type")
 CHAIN_LIMIT = 50  # supersession steps walked each way on the detail page
 CHANGED_SESSION_KEY = "review_changed"  # ids of records a conflict reported, shown fresh once
-SHORT_ID = 8
 
 
 @dataclass(frozen=True)
@@ -74,51 +68,6 @@ ACTIONS_FOR_STATUS = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: 
 # access
 
 
-def reviewer_required(view):
-    """Logged in (else to the login page) and a reviewer of at least one tenant (else 403). The
-    resulting Actor, scoped to the reviewer's tenants, is `request.actor` for the view."""
-
-    @login_required
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        actor = Actor.for_user(request.user)
-        if actor.tenant_ids is not None and not actor.tenant_ids:
-            raise PermissionDenied("Your account is not a reviewer of any tenant.")
-        request.actor = actor
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def _page(request: HttpRequest, template: str, context: dict, *, status: int = 200) -> HttpResponse:
-    # `now` lets templates tell past from future times ("3 days ago" / "in 5 days").
-    return render(request, template, {"now": timezone.now(), **context}, status=status)
-
-
-def _safe_next(request: HttpRequest, default: str) -> str:
-    """Where to go back after a POST: the page the form was on, if it is one of ours."""
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return target
-    return default
-
-
-def _short(record_id) -> str:
-    return str(record_id)[:SHORT_ID]
-
-
-def _memories(count: int) -> str:
-    return f"{count} memory" if count == 1 else f"{count} memories"
-
-
-def _optional_url(name: str) -> str | None:
-    """A page another part of the project may not have added yet (dedup proposals)."""
-    try:
-        return reverse(name)
-    except NoReverseMatch:
-        return None
-
-
 # ------------------------------------------------------------------------------------------------
 # home
 
@@ -138,10 +87,10 @@ def home(request: HttpRequest) -> HttpResponse:
     queues = []
     for stat in queue_stats(actor):
         name, what, oldest_label, url_name = QUEUE_TILES[stat.key]
-        queues.append({"name": name, "what": what, "oldest_label": oldest_label, "url": _optional_url(url_name),
+        queues.append({"name": name, "what": what, "oldest_label": oldest_label, "url": optional_url(url_name),
                        "size": stat.size, "oldest": stat.oldest})
     # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
-    return _page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
+    return render_page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
                                                "tenants": list(tenants_in_scope(actor))})
 
 
@@ -199,7 +148,7 @@ def quarantine(request: HttpRequest) -> HttpResponse:
     stale_sources = superseded_sources_by_record([record.pk for record in page.object_list]) if page.object_list else {}
     for record in page.object_list:
         record.superseded_source_ids = stale_sources.get(record.pk, [])
-    return _page(request, "review/quarantine.html", {
+    return render_page(request, "review/quarantine.html", {
         "nav": "quarantine", "page": page, "filterset": filterset,
         "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
         "changed": _pop_changed(request, actor),
@@ -215,7 +164,7 @@ def drift(request: HttpRequest) -> HttpResponse:
     cutoff = unused_cutoff(settings.MEMORY_UNUSED_AFTER_DAYS, now=now)
     for record in page.object_list:
         record.deletion_candidate = _unused_since(record, cutoff)
-    return _page(request, "review/drift.html", {
+    return render_page(request, "review/drift.html", {
         "nav": "drift", "page": page, "filterset": filterset, "unused_days": settings.MEMORY_UNUSED_AFTER_DAYS,
         "max_content_chars": settings.MEMORY_MAX_CONTENT_CHARS,
         "options": _filter_options(actor, kinds=MemoryKind.objects.filter(review_interval__isnull=False)),
@@ -246,18 +195,9 @@ def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: list[tuple[
             why = f"it changed after your page loaded (it is now {record.status}, version {record.version})."
         else:
             why = getattr(error, "detail", "it is no longer in your queue.")
-        messages.warning(request, f"Not applied to memory {_short(record_id)}: {why} "
+        messages.warning(request, f"Not applied to memory {short_id(record_id)}: {why} "
                                   "Nothing was changed; its current state is shown below.")
     request.session[CHANGED_SESSION_KEY] = [str(record_id) for record_id, _ in conflicts]
-
-
-def _form_problem(form) -> str:
-    """The form's errors as one sentence for a message: "Version: Enter a whole number."."""
-    parts = []
-    for name, errors in form.errors.items():
-        label = form[name].label if name in form.fields else "Form"
-        parts.append(f"{label}: {' '.join(errors)}")
-    return "; ".join(parts)
 
 
 @reviewer_required
@@ -269,10 +209,10 @@ def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRespo
         raise Http404("No such action.")
     actor = request.actor
     record = get_object_or_404(records_in_scope(actor), pk=pk)
-    back = _safe_next(request, default=reverse("review:memory_detail", args=[pk]))
+    back = safe_next(request, default=reverse("review:memory_detail", args=[pk]))
     form = spec.form(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Nothing was applied to memory {_short(pk)}. {_form_problem(form)}")
+        messages.error(request, f"Nothing was applied to memory {short_id(pk)}. {form_problem(form)}")
         return redirect(back)
     arguments = {"record_id": pk, "expected_version": form.cleaned_data["version"], "actor": actor,
                  "note": form.cleaned_data["note"]}
@@ -287,12 +227,12 @@ def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRespo
         return redirect(back)
     except ValidationFailed as exc:
         details = " ".join(message for messages_ in exc.errors.values() for message in messages_)
-        messages.error(request, f"Nothing was applied to memory {_short(pk)}: {exc.detail} {details}".strip())
+        messages.error(request, f"Nothing was applied to memory {short_id(pk)}: {exc.detail} {details}".strip())
         return redirect(back)
     if action == "supersede":
-        messages.success(request, f"Memory {_short(pk)} ({record.subject}) corrected: the new memory is {_short(result.pk)}.")
+        messages.success(request, f"Memory {short_id(pk)} ({record.subject}) corrected: the new memory is {short_id(result.pk)}.")
     else:
-        messages.success(request, f"Memory {_short(pk)} ({record.subject}) {spec.done}.")
+        messages.success(request, f"Memory {short_id(pk)} ({record.subject}) {spec.done}.")
     return redirect(back)
 
 
@@ -302,14 +242,14 @@ def quarantine_bulk(request: HttpRequest) -> HttpResponse:
     """Approve or reject the selected rows one by one, each at the version its row showed;
     report how many were applied and which ones had moved on."""
     actor = request.actor
-    back = _safe_next(request, default=reverse("review:quarantine"))
+    back = safe_next(request, default=reverse("review:quarantine"))
     form = BulkDecisionForm(request.POST)
     try:
         items = form.selected_items()
     except TamperedSelection as exc:
         raise Http404("No such memory.") from exc
     if not form.is_valid():
-        messages.error(request, f"Nothing was applied. {_form_problem(form)}")
+        messages.error(request, f"Nothing was applied. {form_problem(form)}")
         return redirect(back)
     if not items:
         messages.error(request, "Nothing was applied: select at least one memory first.")
@@ -320,7 +260,7 @@ def quarantine_bulk(request: HttpRequest) -> HttpResponse:
     without_version = [record_id for record_id, version in items if version is None]
     if without_version:
         messages.error(request, "Nothing was applied: the selection is missing the version of memory "
-                                f"{', '.join(_short(i) for i in without_version)}. Reload the page and try again.")
+                                f"{', '.join(short_id(i) for i in without_version)}. Reload the page and try again.")
         return redirect(back)
     decision = form.cleaned_data["decision"]
     spec = ACTIONS[decision]
@@ -333,7 +273,7 @@ def quarantine_bulk(request: HttpRequest) -> HttpResponse:
         else:
             applied += 1
     if applied:
-        messages.success(request, f"{_memories(applied)} {spec.done}.")
+        messages.success(request, f"{memories(applied)} {spec.done}.")
     _report_conflicts(request, actor, conflicts)
     return redirect(back)
 
@@ -363,7 +303,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     supersede_form = None
     if record.status == Status.ACTIVE:
         supersede_form = SupersedeForm(initial={"version": record.version, "content": record.content})
-    return _page(request, "review/memory_detail.html", {
+    return render_page(request, "review/memory_detail.html", {
         "nav": "", "record": record, "earlier": earlier, "later": later,
         "derived_from": list(scope.filter(derivatives=record).select_related("kind").order_by("created_at")),
         "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
@@ -436,7 +376,7 @@ def forget_list(request: HttpRequest) -> HttpResponse:
         .select_related("tenant").annotate(receipt_count=Count("receipts")).order_by("-requested_at")
     )
     page = Paginator(requests_, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
-    return _page(request, "review/forget_list.html", {"nav": "forget", "page": page})
+    return render_page(request, "review/forget_list.html", {"nav": "forget", "page": page})
 
 
 @reviewer_required
@@ -444,7 +384,7 @@ def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     forget_request = get_object_or_404(
         ForgetRequest.objects.filter(tenant__in=tenants_in_scope(request.actor)).select_related("tenant"), pk=pk
     )
-    return _page(request, "review/forget_detail.html", {
+    return render_page(request, "review/forget_detail.html", {
         "nav": "forget", "forget_request": forget_request, "receipts": list(forget_request.receipts.all()),
     })
 
@@ -456,18 +396,18 @@ def forget_new(request: HttpRequest) -> HttpResponse:
     actor = request.actor
     tenants = tenants_in_scope(actor)
     if request.method != "POST":
-        return _page(request, "review/forget_new.html", {"nav": "forget", "form": ForgetRequestForm(tenants=tenants)})
+        return render_page(request, "review/forget_new.html", {"nav": "forget", "form": ForgetRequestForm(tenants=tenants)})
     form = ForgetRequestForm(request.POST, tenants=tenants)
     if form.tenant_out_of_scope():
         raise Http404("No such tenant.")
     step = request.POST.get("step", "")
     if not form.is_valid() or step == "edit":
-        return _page(request, "review/forget_new.html", {"nav": "forget", "form": form},
+        return render_page(request, "review/forget_new.html", {"nav": "forget", "form": form},
                      status=200 if form.is_valid() else 400)
     tenant, subject, reason = form.cleaned_data["tenant"], form.cleaned_data["subject"], form.cleaned_data["reason"]
     if step != "confirm":
         matching = records_in_scope(actor).filter(tenant=tenant, subject=subject).exclude(status=Status.FORGOTTEN)
-        return _page(request, "review/forget_confirm.html", {
+        return render_page(request, "review/forget_confirm.html", {
             "nav": "forget", "form": form, "tenant": tenant, "subject": subject, "reason": reason,
             "record_count": matching.count(),
         })
@@ -477,67 +417,9 @@ def forget_new(request: HttpRequest) -> HttpResponse:
         for field, errors in exc.errors.items():
             for error in errors:
                 form.add_error(field if field in form.fields else None, error)
-        return _page(request, "review/forget_new.html", {"nav": "forget", "form": form}, status=400)
+        return render_page(request, "review/forget_new.html", {"nav": "forget", "form": form}, status=400)
     except RecordNotFound as exc:
         raise Http404("No such tenant.") from exc
-    messages.success(request, f"Forget request filed for {subject} in {tenant.slug}: {_memories(forget_request.affected)} "
+    messages.success(request, f"Forget request filed for {subject} in {tenant.slug}: {memories(forget_request.affected)} "
                               "forgotten; propagation into copies is under way.")
     return redirect("review:forget_detail", pk=forget_request.pk)
-
-
-# ------------------------------------------------------------------------------------------------
-# dashboard
-
-
-@reviewer_required
-def dashboard(request: HttpRequest) -> HttpResponse:
-    """The governance numbers and their charts, for the reviewer's tenants."""
-    data = build_dashboard(request.actor)
-    days = [day[5:] for day, _, _ in data.writes_per_day]
-    charts = {
-        "writes": grouped_bars(
-            days, [Series("writes", [w for _, w, _ in data.writes_per_day]),
-                   Series("quarantined at write", [q for _, _, q in data.writes_per_day])],
-            title="Writes and quarantines per day (last 30 days)", label_every=5),
-        "ages": stacked_bars(
-            sorted(data.age_by_kind),
-            [Series(label, [data.age_by_kind[kind][i] for kind in sorted(data.age_by_kind)])
-             for i, (label, _) in enumerate(AGE_BUCKETS)],
-            title="Age of active memory per kind"),
-        "lag": points([day for day, _ in data.propagation_lags], [lag for _, lag in data.propagation_lags],
-                      title="Forget propagation lag per request (last 90 days)", unit=" s"),
-    }
-    numbers = [
-        ("Attributed writes", _share(data.attributed_share), "records with structured provenance (100% by construction)"),
-        ("Median age of active memory", _duration(data.median_active_age), "read off the age distribution below"),
-        ("Forget propagation lag", f"p50 {_duration(data.propagation_lag_p50)} · p95 {_duration(data.propagation_lag_p95)}",
-         "from request to last receipt, last 90 days"),
-        ("Expired on schedule", _share(data.expired_on_schedule_share),
-         f"of {data.expired_total} expired records, within 5 minutes of their expiry time"),
-        ("Dedup regret rate", _share(data.regret_rate), f"rolled back of {data.accepted_proposals} accepted proposals"),
-    ]
-    queues = [(QUEUE_TILES[stat.key][0], stat.size, _duration(stat.age(data.generated_at))) for stat in data.queues]
-    return _page(request, "review/dashboard.html", {"nav": "dashboard", "data": data, "charts": charts,
-                                                    "numbers": numbers, "queues": queues})
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1%}"
-
-
-def _duration(value) -> str:
-    """A timedelta as its two largest units: "3 d 4 h", "12 min", "4.2 s"."""
-    if value is None:
-        return "—"
-    seconds = value.total_seconds()
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    units = [("d", 86400), ("h", 3600), ("min", 60)]
-    parts = []
-    for name, size in units:
-        if seconds >= size:
-            parts.append(f"{int(seconds // size)} {name}")
-            seconds %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)

@@ -1,6 +1,8 @@
 """Delivery through real parts: a Celery worker and beat as separate processes, the broker of the
 environment (Redis in CI, the filesystem broker on a laptop) and the test database."""
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -8,9 +10,9 @@ from django.db.models import Count
 
 from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
-from governance.models import JobRun
+from governance.models import ForgetRequest, JobRun
 from memory.models import MemoryRecord, Status
-from tests.processes import wait_for
+from tests.processes import ROOT, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -103,3 +105,26 @@ def test_two_beats_started_by_mistake_still_run_each_job_once_at_a_time(celery_s
         runs = JobRun.objects.filter(job="expire").exclude(status=JobRun.Status.RUNNING)
         assert sum(run.counts.get("expired", 0) for run in runs) == len(ids)
         assert not runs.filter(status=JobRun.Status.FAILED).exists()
+
+
+def test_a_forget_request_is_propagated_by_the_worker_without_waiting_for_beat(celery_stack, write, tenant, reviewer):
+    record = write(subject="customer/soon", content="Soon gone.")
+    celery_stack.start_worker()  # and no beat: only the request's own message can start propagation
+    script = (
+        "from django.contrib.auth import get_user_model; from governance.services import forget_request_create; "
+        "from memory.actors import Actor; from memory.models import Tenant; "
+        f"forget_request_create(actor=Actor.for_user(get_user_model().objects.get(pk={reviewer.pk})), "
+        f"tenant=Tenant.objects.get(pk={tenant.pk}), subject='customer/soon', reason='erasure')"
+    )
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", script], cwd=ROOT, env=celery_stack.env,
+                   check=True, capture_output=True, timeout=60)
+
+    def completed():
+        return ForgetRequest.objects.filter(subject="customer/soon", status=ForgetRequest.Status.COMPLETED).first()
+
+    with celery_stack.explained():
+        request = wait_for(completed, timeout=60, interval=0.25, what="propagation sent by the forget request")
+        assert request.receipts.count() >= 5
+        assert JobRun.objects.get(job="propagate_forgets").trigger == "forget_request"
+        record.refresh_from_db()
+        assert record.content == "" and record.status == Status.FORGOTTEN

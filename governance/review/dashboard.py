@@ -1,0 +1,63 @@
+"""The governance dashboard page: the design's numbers and their charts for the reviewer's tenants
+(computed in governance.dashboard, drawn as server-side SVG by governance.charts)."""
+
+from django.http import HttpRequest, HttpResponse
+
+from governance.charts import Series, grouped_bars, points, stacked_bars
+from governance.dashboard import AGE_BUCKETS, build_dashboard
+from governance.review.common import render_page, reviewer_required
+from governance.review.views import QUEUE_TILES
+
+
+@reviewer_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The governance numbers and their charts, for the reviewer's tenants."""
+    data = build_dashboard(request.actor)
+    days = [day[5:] for day, _, _ in data.writes_per_day]
+    charts = {
+        "writes": grouped_bars(
+            days, [Series("writes", [w for _, w, _ in data.writes_per_day]),
+                   Series("quarantined at write", [q for _, _, q in data.writes_per_day])],
+            title="Writes and quarantines per day (last 30 days)", label_every=5),
+        "ages": stacked_bars(
+            sorted(data.age_by_kind),
+            [Series(label, [data.age_by_kind[kind][i] for kind in sorted(data.age_by_kind)])
+             for i, (label, _) in enumerate(AGE_BUCKETS)],
+            title="Age of active memory per kind"),
+        "lag": points([day for day, _ in data.propagation_lags], [lag for _, lag in data.propagation_lags],
+                      title="Forget propagation lag per request (last 90 days)", unit=" s"),
+    }
+    numbers = [
+        ("Attributed writes", _share(data.attributed_share), "records with structured provenance (100% by construction)"),
+        ("Median age of active memory", _duration(data.median_active_age), "read off the age distribution below"),
+        ("Forget propagation lag", f"p50 {_duration(data.propagation_lag_p50)} · p95 {_duration(data.propagation_lag_p95)}",
+         "from request to last receipt, last 90 days"),
+        ("Expired on schedule", _share(data.expired_on_schedule_share),
+         f"of {data.expired_total} expired records, within 5 minutes of their expiry time"),
+        ("Dedup regret rate", _share(data.regret_rate), f"rolled back of {data.accepted_proposals} accepted proposals"),
+    ]
+    queues = [(QUEUE_TILES[stat.key][0], stat.size, _duration(stat.age(data.generated_at))) for stat in data.queues]
+    return render_page(request, "review/dashboard.html", {"nav": "dashboard", "data": data, "charts": charts,
+                                                    "numbers": numbers, "queues": queues})
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _duration(value) -> str:
+    """A timedelta as its two largest units: "3 d 4 h", "12 min", "4.2 s"."""
+    if value is None:
+        return "—"
+    seconds = value.total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    units = [("d", 86400), ("h", 3600), ("min", 60)]
+    parts = []
+    for name, size in units:
+        if seconds >= size:
+            parts.append(f"{int(seconds // size)} {name}")
+            seconds %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
