@@ -153,19 +153,18 @@ def query_terms(query: str) -> list[str]:
 
 def _pool(candidates: QuerySet[MemoryRecord], query: str, *, limit: int) -> list[tuple[MemoryRecord, float | None]]:
     """A bounded set of candidates with their database lexical rank (None = score in Python)."""
-    recent = candidates.order_by("-confirmed_at")
     terms = query_terms(query)
     if connection.vendor != "postgresql" or not terms:
-        return [(record, None) for record in recent[:limit]]
+        return [(record, None) for record in candidates.order_by("-confirmed_at")[:limit]]
     ranked = _full_text_ranks(candidates, terms, limit=limit)
-    matches = {record.pk: record for record in candidates.filter(pk__in=list(ranked))}
-    pool = [(matches[pk], rank) for pk, rank in ranked.items() if pk in matches]
-    pool += [(record, 0.0) for record in recent[:RECENT_POOL] if record.pk not in ranked]
-    return pool
+    records = {record.pk: record for record in candidates.filter(pk__in=list(ranked))}
+    return [(records[pk], rank) for pk, rank in ranked.items() if pk in records]
 
 
 def _full_text_ranks(candidates: QuerySet[MemoryRecord], terms: list[str], *, limit: int) -> dict:
-    """PostgreSQL full-text rank of the candidates matching any query term, best first.
+    """PostgreSQL full-text rank of the best candidates matching any query term, then the most
+    recently confirmed candidates (rank 0) so a recall never comes back empty for want of words,
+    in one statement.
 
     The hard-filtered candidates are materialised first and only they are matched: the GIN index
     spans every tenant, and letting the planner start from it would search globally and filter by
@@ -173,16 +172,21 @@ def _full_text_ranks(candidates: QuerySet[MemoryRecord], terms: list[str], *, li
     question phrased in many words still finds records that share some of them; ts_rank_cd ranks
     records that cover more terms, closer together, higher (flag 32 maps the rank into [0, 1))."""
     tsquery = " | ".join(dict.fromkeys(term.replace("'", "") for term in terms))
-    scoped = candidates.order_by().annotate(vector=RawSQL("memory_memoryrecord.search_vector", [])).values("id", "vector")
+    scoped = (candidates.order_by().annotate(vector=RawSQL("memory_memoryrecord.search_vector", []))
+              .values("id", "vector", "confirmed_at"))
     scoped_sql, scoped_params = scoped.query.sql_with_params()
     sql = (
-        f"WITH scoped AS MATERIALIZED ({scoped_sql}) "
-        "SELECT scoped.id, ts_rank_cd(scoped.vector, q, 32) AS rank FROM scoped, to_tsquery('english', %s) q "
-        "WHERE scoped.vector @@ q ORDER BY rank DESC, scoped.id LIMIT %s"
+        f"WITH scoped AS MATERIALIZED ({scoped_sql}), q AS (SELECT to_tsquery('english', %s) AS q) "
+        "(SELECT scoped.id, ts_rank_cd(scoped.vector, q.q, 32) AS rank FROM scoped, q WHERE scoped.vector @@ q.q "
+        " ORDER BY rank DESC, scoped.id LIMIT %s) "
+        "UNION ALL (SELECT scoped.id, 0 FROM scoped ORDER BY scoped.confirmed_at DESC LIMIT %s)"
     )
+    ranks: dict = {}
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*scoped_params, tsquery, limit))
-        return {row[0]: float(row[1]) for row in cursor.fetchall()}
+        cursor.execute(sql, (*scoped_params, tsquery, limit, RECENT_POOL))
+        for record_id, rank in cursor.fetchall():
+            ranks.setdefault(record_id, float(rank))  # a matched record keeps its rank
+    return ranks
 
 
 def _lexical_in_python(content: str, terms: list[str]) -> float:
