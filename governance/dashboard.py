@@ -80,7 +80,6 @@ def build_dashboard(actor: Actor, *, now: datetime | None = None, days: int = 30
 
 def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
     records = records_in_scope(actor)
-    tenant_filter = {} if actor.tenant_ids is None else {"tenant_id__in": actor.tenant_ids}
 
     totals = records.aggregate(
         total=Count("pk"),
@@ -114,7 +113,7 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
         writes_per_day.append((day.isoformat(), writes, quarantined))
 
     lag_rows = list(
-        ForgetRequest.objects.filter(status=ForgetRequest.Status.COMPLETED, requested_at__gte=now - timedelta(days=90), **tenant_filter)
+        actor.in_tenants(ForgetRequest.objects.filter(status=ForgetRequest.Status.COMPLETED, requested_at__gte=now - timedelta(days=90)))
         .order_by("requested_at").values_list("requested_at", "completed_at")[:500]
     )
     lags = [(requested.date().isoformat(), (completed - requested).total_seconds()) for requested, completed in lag_rows]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Min, OuterRef, Subquery
 from django.utils import timezone
 
 from governance.models import DedupProposal, ForgetRequest, JobRun
@@ -24,18 +24,14 @@ class QueueStat:
         return now - self.oldest if self.oldest else None
 
 
-def _in_tenants(queryset: QuerySet, actor: Actor) -> QuerySet:
-    return queryset if actor.tenant_ids is None else queryset.filter(tenant_id__in=actor.tenant_ids)
-
-
 def queue_stats(actor: Actor, *, now: datetime | None = None) -> list[QueueStat]:
     """One aggregate query per queue, over the tenants the actor may see."""
     now = now or timezone.now()
     queues = [
         ("quarantine", quarantine_queue(actor), "created_at"),
         ("drift", drift_queue(actor, now=now), "confirmed_at"),
-        ("forget", _in_tenants(ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING), actor), "requested_at"),
-        ("proposals", _in_tenants(DedupProposal.objects.filter(status=DedupProposal.Status.OPEN), actor), "created_at"),
+        ("forget", actor.in_tenants(ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)), "requested_at"),
+        ("proposals", actor.in_tenants(DedupProposal.objects.filter(status=DedupProposal.Status.OPEN)), "created_at"),
     ]
     stats = []
     for key, queryset, field in queues:

@@ -51,5 +51,10 @@ class Actor:
     def is_agent(self) -> bool:
         return self.kind == "agent"
 
+    def in_tenants(self, queryset, field: str = "tenant_id"):
+        """`queryset` limited to the tenants this actor may see (unchanged for jobs and superusers):
+        the one place the tenant boundary is written for every model that has a tenant."""
+        return queryset if self.tenant_ids is None else queryset.filter(**{f"{field}__in": self.tenant_ids})
+
     def may_access_tenant(self, tenant_id: int) -> bool:
         return self.tenant_ids is None or tenant_id in self.tenant_ids

@@ -14,16 +14,11 @@ def records_in_scope(actor: Actor) -> QuerySet[MemoryRecord]:
     qs = MemoryRecord.objects.all()
     if actor.is_agent:
         return qs.filter(tenant_id=actor.credential.agent.tenant_id, agent_id=actor.credential.agent_id)
-    if actor.tenant_ids is not None:
-        return qs.filter(tenant_id__in=actor.tenant_ids)
-    return qs
+    return actor.in_tenants(qs)
 
 
 def tenants_in_scope(actor: Actor) -> QuerySet[Tenant]:
-    qs = Tenant.objects.all()
-    if actor.tenant_ids is not None:
-        qs = qs.filter(pk__in=actor.tenant_ids)
-    return qs
+    return actor.in_tenants(Tenant.objects.all(), field="pk")
 
 
 def quarantine_queue(actor: Actor) -> QuerySet[MemoryRecord]:

@@ -42,9 +42,7 @@ def forget_request_queryset(actor: Actor) -> QuerySet[ForgetRequest]:
     qs = ForgetRequest.objects.select_related("tenant").prefetch_related("receipts")
     if actor.is_agent:
         return qs.filter(tenant_id=actor.credential.agent.tenant_id, requested_by=actor.label)
-    if actor.tenant_ids is not None:
-        return qs.filter(tenant_id__in=actor.tenant_ids)
-    return qs
+    return actor.in_tenants(qs)
 
 
 def _tenant_for(actor: Actor, data: dict) -> Tenant:

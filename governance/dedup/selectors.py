@@ -23,9 +23,7 @@ def proposals_in_scope(actor: Actor) -> QuerySet[DedupProposal]:
     queryset = DedupProposal.objects.all()
     if actor.is_agent:
         return queryset.none()  # proposals are for reviewers
-    if actor.tenant_ids is not None:
-        queryset = queryset.filter(tenant_id__in=actor.tenant_ids)
-    return queryset
+    return actor.in_tenants(queryset)
 
 
 def proposal_queue(actor: Actor, *, status: str | None = DedupProposal.Status.OPEN, category: str | None = None) -> QuerySet[DedupProposal]:

@@ -68,10 +68,7 @@ def _locked_proposal(actor: Actor, proposal_id) -> DedupProposal:
         proposal_uuid = uuid.UUID(str(proposal_id))
     except ValueError:
         raise RecordNotFound("No such proposal in your scope.") from None
-    queryset = DedupProposal.objects.select_for_update().filter(pk=proposal_uuid)
-    if actor.tenant_ids is not None:
-        queryset = queryset.filter(tenant_id__in=actor.tenant_ids)
-    proposal = queryset.first()
+    proposal = actor.in_tenants(DedupProposal.objects.select_for_update().filter(pk=proposal_uuid)).first()
     if proposal is None:
         raise RecordNotFound("No such proposal in your scope.")
     return proposal
@@ -204,8 +201,8 @@ def proposal_rollback(*, proposal_id, actor: Actor, note: str = "") -> RollbackO
 def regret_counts(*, actor: Actor | None = None, tenant_id: int | None = None) -> RegretCounts:
     """Accepted and rolled-back proposals, in the actor's tenants (or one tenant, or all)."""
     queryset = DedupProposal.objects.filter(status__in=[DedupProposal.Status.ACCEPTED, DedupProposal.Status.ROLLED_BACK])
-    if actor is not None and actor.tenant_ids is not None:
-        queryset = queryset.filter(tenant_id__in=actor.tenant_ids)
+    if actor is not None:
+        queryset = actor.in_tenants(queryset)
     if tenant_id is not None:
         queryset = queryset.filter(tenant_id=tenant_id)
     totals = queryset.aggregate(
