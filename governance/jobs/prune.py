@@ -100,13 +100,7 @@ def _trim_job_runs(*, now: datetime, batch_size: int) -> int:
         ) if pk is not None
     ]
     old = JobRun.objects.filter(started_at__lt=now - timedelta(days=settings.JOB_RUN_RETENTION_DAYS)).exclude(pk__in=keep)
-    deleted = 0
-    while True:
-        ids = list(old.order_by().values_list("pk", flat=True)[:batch_size])
-        if ids:
-            deleted += JobRun.objects.filter(pk__in=ids).delete()[0]
-        if len(ids) < batch_size:
-            return deleted
+    return _delete_in_chunks(old, batch_size=batch_size)
 
 
 def _trim_idempotency_keys(*, now: datetime, batch_size: int) -> int:
@@ -116,10 +110,15 @@ def _trim_idempotency_keys(*, now: datetime, batch_size: int) -> int:
     stale = IdempotencyKey.objects.filter(
         Q(created_at__lt=now - timedelta(hours=settings.IDEMPOTENCY_KEY_RETENTION_HOURS)) | Q(record__isnull=True)
     )
+    return _delete_in_chunks(stale, batch_size=batch_size)
+
+
+def _delete_in_chunks(queryset: models.QuerySet, *, batch_size: int) -> int:
+    """Delete what `queryset` selects, `batch_size` rows per statement; returns how many."""
     deleted = 0
     while True:
-        ids = list(stale.order_by().values_list("pk", flat=True)[:batch_size])
+        ids = list(queryset.order_by().values_list("pk", flat=True)[:batch_size])
         if ids:
-            deleted += IdempotencyKey.objects.filter(pk__in=ids).delete()[0]
+            deleted += queryset.model.objects.filter(pk__in=ids).delete()[0]
         if len(ids) < batch_size:
             return deleted
