@@ -1,8 +1,6 @@
 """Typed readers for settings that come from the environment."""
 
 import os
-from datetime import timedelta
-
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -43,10 +41,6 @@ def env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
-
-
-def env_seconds(name: str, default: float) -> timedelta:
-    return timedelta(seconds=env_float(name, default))
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -157,15 +157,15 @@ class IdempotencyKeysArtifact:
 
 
 class CacheArtifact:
-    """The Django cache holds API rate-limit counters only: no code caches records or recall
-    results (recall reads the database on every request). A store that starts caching them must
-    register its own purge here."""
+    """The Django cache holds API rate-limit counters and the dashboard's aggregate numbers (counts
+    and ages, no content): no code caches records or recall results (recall reads the database on
+    every request). A store that starts caching them must register its own purge here."""
 
     name = "cache"
     covers = ()
 
     def purge(self, request, record_ids):
-        return 0, "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters)."
+        return 0, "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters and dashboard counts)."
 
 
 class DedupDecisionNotesArtifact:

@@ -119,12 +119,13 @@ def superseded_sources_by_record(record_ids: Iterable[uuid.UUID]) -> dict[uuid.U
 
 
 def lineage_provenance(record: MemoryRecord) -> list[dict]:
-    """The union of a derived record's provenance: one entry per source with its status and, for
-    sources not forgotten, where it came from. Forgotten sources show only that they were."""
+    """The union of a derived record's provenance (shown on its memory page): one entry per source
+    with its status and, for sources not forgotten, where it came from. Forgotten sources show only
+    that they were. Sources are always of the record's own agent and purpose (checked at write)."""
     entries = []
-    for source in record.derived_from.order_by("created_at", "pk"):
+    for source in record.derived_from.select_related("kind").order_by("created_at", "pk"):
         entry = {"record_id": source.pk, "status": source.status, "authority": source.authority}
         if source.status != Status.FORGOTTEN:
-            entry["provenance"] = source.provenance
+            entry.update(kind=source.kind.name, subject=source.subject, provenance=source.provenance)
         entries.append(entry)
     return entries

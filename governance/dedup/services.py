@@ -209,9 +209,3 @@ def regret_counts(*, actor: Actor | None = None, tenant_id: int | None = None) -
         accepted=Count("pk"), rolled_back=Count("pk", filter=Q(status=DedupProposal.Status.ROLLED_BACK))
     )
     return RegretCounts(accepted=totals["accepted"], rolled_back=totals["rolled_back"])
-
-
-def regret_rate(*, actor: Actor | None = None, tenant_id: int | None = None) -> float | None:
-    """Rolled back / accepted (accepted including those rolled back since); None before any
-    acceptance."""
-    return regret_counts(actor=actor, tenant_id=tenant_id).rate

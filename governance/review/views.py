@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from governance.dedup.selectors import superseded_sources, superseded_sources_by_record
+from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.models import ForgetRequest
 from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
@@ -305,7 +305,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         supersede_form = SupersedeForm(initial={"version": record.version, "content": record.content})
     return render_page(request, "review/memory_detail.html", {
         "nav": "", "record": record, "earlier": earlier, "later": later,
-        "derived_from": list(scope.filter(derivatives=record).select_related("kind").order_by("created_at")),
+        "derived_from": lineage_provenance(record),
         "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
         "superseded_sources": list(superseded_sources(record)),
         "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),

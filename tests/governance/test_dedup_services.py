@@ -12,7 +12,7 @@ from django.utils import timezone
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.selectors import proposal_members, proposal_queue
 from governance.dedup.services import (
-    proposal_accept, proposal_reject, proposal_rollback, regret_counts, regret_rate,
+    proposal_accept, proposal_reject, proposal_rollback, regret_counts,
 )
 from governance.models import DedupProposal
 from governance.services import forget_request_create
@@ -137,12 +137,12 @@ def test_reject_records_the_decision_and_changes_no_record(write, reviewer, revi
 
 
 def test_rollback_restores_the_dropped_records_and_the_regret_rate_counts_it(write, reviewer_actor):
-    assert regret_rate(actor=reviewer_actor) is None
+    assert regret_counts(actor=reviewer_actor).rate is None
     first, _ = propose(write, EMAIL, EMAIL_AGAIN, subject="customer/one")
     second, _ = propose(write, EMAIL, EMAIL_LOWER, subject="customer/two")
     proposal_accept(proposal_id=first.pk, actor=reviewer_actor)
     proposal_accept(proposal_id=second.pk, actor=reviewer_actor)
-    assert regret_rate(actor=reviewer_actor) == 0.0
+    assert regret_counts(actor=reviewer_actor).rate == 0.0
 
     outcome = proposal_rollback(proposal_id=first.pk, actor=reviewer_actor, note="they differ after all")
 

@@ -385,6 +385,7 @@ def test_detail_shows_fields_chain_derivations_and_history(reviewer_client, revi
     assert str(original.pk)[:8] in later and "Plan is Basic." in later  # the chain, the other way
     derived = reviewer_client.get(detail_url(summary)).content.decode()
     assert "Derived from" in derived and str(original.pk)[:8] in derived
+    assert f"from user_turn {original.source_uri}" in derived  # the union of the sources' provenance
 
 
 def test_detail_offers_the_actions_that_apply(reviewer_client, quarantined, write):
