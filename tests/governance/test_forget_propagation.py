@@ -23,7 +23,7 @@ from memory.services import memory_promote, memory_supersede
 
 SUBJECT = "customer/erin"
 BUILT_IN_ARTIFACTS = ["search_vector", "record_content", "history_rows", "idempotency_keys", "dedup_decision_notes",
-                      "cache", "admin_log", "external_backups"]
+                      "cache", "admin_log", "golden_questions", "external_backups"]
 
 
 def canary() -> str:
@@ -123,7 +123,7 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     expected_vectors = 4 if connection.vendor == "postgresql" else 0
     assert removed == {"search_vector": expected_vectors, "record_content": 4, "history_rows": history_rows,
                        "idempotency_keys": 1, "dedup_decision_notes": 1, "cache": 0, "admin_log": 1,
-                       "external_backups": 0}
+                       "golden_questions": 0, "external_backups": 0}
     assert run.counts["removed_history_rows"] == history_rows
 
     for record in MemoryRecord.objects.filter(pk__in=ids):
