@@ -146,3 +146,5 @@ class DedupProposalDrop(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["proposal", "record"], name="proposal_drop_unique")]
+
+from governance.golden.models import GoldenQuestion, GoldenRun  # noqa: E402,F401  (golden recall sets)
