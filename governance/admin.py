@@ -3,10 +3,14 @@ receipts, tombstones and dedup proposals. All read-only: these rows are written 
 jobs (a forget through the API or the reviewer UI, a decision on a proposal in the review pages),
 and an edit here would falsify the record."""
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from governance.golden.models import GoldenQuestion, GoldenRun
+from governance.golden.services import expected_record_errors, k_errors
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
+from memory.actors import Actor
 
 
 class ReadOnlyAdminMixin:
@@ -82,3 +86,63 @@ class DedupProposalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj=None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
+
+
+# --------------------------------------------------------------------------------------------
+# golden recall sets: questions are curated here or through the API; runs are read-only results
+
+
+class GoldenQuestionAdminForm(forms.ModelForm):
+    """The question's rules are the service's (`governance.golden.services`), checked here too."""
+
+    actor: Actor  # set by GoldenQuestionAdmin.get_form
+
+    class Meta:
+        model = GoldenQuestion
+        fields = ["tenant", "agent", "purpose", "subject", "question", "expected", "k"]
+
+    def clean(self):
+        data = super().clean()
+        tenant, agent = data.get("tenant"), data.get("agent")
+        if "k" in data and (errors := k_errors(data["k"])):
+            self.add_error("k", errors)
+        if tenant is None or agent is None:
+            return data
+        if agent.tenant_id != tenant.pk:
+            self.add_error("agent", "No such agent in this tenant.")
+        elif "expected" in data and (errors := expected_record_errors(
+                actor=self.actor, tenant=tenant, agent=agent, purpose=data.get("purpose", ""),
+                subject=data.get("subject", ""), record_ids=[record.pk for record in data["expected"]])):
+            self.add_error("expected", errors)
+        return data
+
+
+@admin.register(GoldenQuestion)
+class GoldenQuestionAdmin(admin.ModelAdmin):
+    form = GoldenQuestionAdminForm
+    list_display = ["question", "tenant", "agent", "purpose", "subject", "k", "created_by", "created_at"]
+    list_filter = ["tenant"]
+    search_fields = ["=id", "question", "subject", "purpose"]
+    list_select_related = ["tenant", "agent__tenant"]
+    raw_id_fields = ["expected"]
+    readonly_fields = ["created_by", "created_at"]
+
+    def get_form(self, request: HttpRequest, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.actor = Actor.for_user(request.user, channel="admin")
+        return form
+
+    def save_model(self, request: HttpRequest, obj: GoldenQuestion, form, change: bool) -> None:
+        if not change:
+            obj.created_by, obj.created_by_user = Actor.for_user(request.user, channel="admin").label, request.user
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(GoldenRun)
+class GoldenRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "tenant", "index", "index_active", "trigger", "hit_at_k", "mrr", "questions", "stale",
+                    "started_at", "requested_by"]
+    list_filter = ["trigger", "index_active", "tenant"]
+    search_fields = ["=id", "index"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "started_at"

@@ -11,6 +11,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from governance.dedup.services import regret_counts
+from governance.golden.selectors import TrendPoint, score_trend
 from governance.models import ForgetRequest
 from governance.selectors import QueueStat, last_job_runs, queue_stats
 from memory.actors import Actor
@@ -40,6 +41,7 @@ class Dashboard:
     writes_per_day: list[tuple[str, int, int]] = field(default_factory=list)  # (day, writes, quarantined at write)
     age_by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> count per AGE_BUCKETS
     propagation_lags: list[tuple[str, float]] = field(default_factory=list)  # (requested day, lag seconds)
+    golden_trend: list[TrendPoint] = field(default_factory=list)  # hit@k and MRR per day on the active index
 
 
 def _quantile(sorted_values: list[float], q: float) -> float | None:
@@ -134,4 +136,5 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
         expired_on_schedule_share=(totals["expired_on_time"] / totals["expired"]) if totals["expired"] else None,
         expired_total=totals["expired"], regret_rate=regret.rate, accepted_proposals=regret.accepted,
         last_jobs=last_jobs, writes_per_day=writes_per_day, age_by_kind=age_by_kind, propagation_lags=lags,
+        golden_trend=score_trend(actor, now=now),
     )

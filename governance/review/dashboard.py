@@ -24,6 +24,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             [Series(label, [data.age_by_kind[kind][i] for kind in sorted(data.age_by_kind)])
              for i, (label, _) in enumerate(AGE_BUCKETS)],
             title="Age of active memory per kind"),
+        "golden": grouped_bars(
+            [point.day[5:] for point in data.golden_trend],
+            [Series("hit@k (%)", [round(100 * point.hit_at_k, 1) for point in data.golden_trend]),
+             Series("MRR (× 100)", [round(100 * point.mrr, 1) for point in data.golden_trend])],
+            title="Golden recall on the active index per day (last 90 days)", label_every=7),
         "lag": points([day for day, _ in data.propagation_lags], [lag for _, lag in data.propagation_lags],
                       title="Forget propagation lag per request (last 90 days)", unit=" s"),
     }
@@ -35,10 +40,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         ("Expired on schedule", _share(data.expired_on_schedule_share),
          f"of {data.expired_total} expired records, within 5 minutes of their expiry time"),
         ("Dedup regret rate", _share(data.regret_rate), f"rolled back of {data.accepted_proposals} accepted proposals"),
+        ("Golden recall", _golden(data.golden_trend[-1] if data.golden_trend else None),
+         "hit@k and MRR of the golden sets on the active index, latest day with a run"),
     ]
     queues = [(QUEUE_TILES[stat.key][0], stat.size, _duration(stat.age(data.generated_at))) for stat in data.queues]
     return render_page(request, "review/dashboard.html", {"nav": "dashboard", "data": data, "charts": charts,
                                                     "numbers": numbers, "queues": queues})
+
+
+def _golden(point) -> str:
+    return "—" if point is None else f"hit@k {point.hit_at_k:.0%} · MRR {point.mrr:.2f}"
 
 
 def _share(value: float | None) -> str:

@@ -74,7 +74,7 @@ def test_page_renders_svg_charts_without_external_resources(reviewer_client, wri
     response = reviewer_client.get(reverse("review:dashboard"))
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.count("<svg") == 3
+    assert html.count("<svg") == 4  # writes, ages, golden recall, propagation lag
     assert "Attributed writes" in html and "100.0%" in html
     assert "cdn" not in html.lower() and "<script src=\"http" not in html
 
