@@ -137,7 +137,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # JSON in and out: any other request body is a 415, every response (and error) is JSON.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -166,6 +166,8 @@ SIMPLE_HISTORY_REVERT_DISABLED = True
 
 # --- memory policy knobs (retention per kind lives in the database, not here) ---
 MEMORY_MAX_CONTENT_CHARS = env_int("MEMORY_MAX_CONTENT_CHARS", 4000)
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # larger bodies are a 413
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 20)  # deeper JSON is a 400
 MEMORY_RECALL_MAX_LIMIT = env_int("MEMORY_RECALL_MAX_LIMIT", 50)
 MEMORY_RECALL_CANDIDATES = env_int("MEMORY_RECALL_CANDIDATES", 200)
 MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)

@@ -14,13 +14,19 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 
+# Limits defined once; validators, forms and the schema read them from here.
+NOTE_MAX_CHARS = 500  # a reviewer's or job's note on a transition, as the history row keeps it
+SUBJECT_MAX_CHARS = 200
+PURPOSE_MAX_CHARS = 100
+
+
 class HistoryActor(models.Model):
     """Extra column on every historical row: who acted when the actor is not a Django user
     (an agent token, a scheduled job), and the note a reviewer gave. Filled from the instance's
     `_history_actor` / `_history_note` (see memory.apps) or from bulk `custom_historical_attrs`."""
 
     history_actor = models.CharField(max_length=200, blank=True, default="")
-    history_note = models.CharField(max_length=500, blank=True, default="")
+    history_note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True, default="")
 
     class Meta:
         abstract = True
@@ -161,6 +167,11 @@ class AgentCredential(HashedToken):
     can_assert_operator = models.BooleanField(default=False)
     can_forget = models.BooleanField(default=False)
     can_confirm = models.BooleanField(default=False)
+    can_import_trusted = models.BooleanField(
+        default=False,
+        help_text="May write document or import claims with user or operator authority without review "
+                  "(a trusted migration). Without it such writes are quarantined.",
+    )
 
     objects = AgentCredentialQuerySet.as_manager()
 
@@ -243,8 +254,8 @@ class MemoryRecord(models.Model):
     # scope: separate hard boundaries
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memories")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="memories")
-    subject = models.CharField(max_length=200)
-    purpose = models.CharField(max_length=100)
+    subject = models.CharField(max_length=SUBJECT_MAX_CHARS)
+    purpose = models.CharField(max_length=PURPOSE_MAX_CHARS)
     kind = models.ForeignKey(MemoryKind, on_delete=models.PROTECT, related_name="records")
 
     content = models.TextField()

@@ -23,11 +23,12 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memory.actors import Actor
-from memory.errors import ScopeDenied, ValidationFailed
+from memory.errors import ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
 from memory.models import AgentCredential, Authority, MemoryKind, MemoryRecord, Status
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
+from memory.validation import RecallRequestSerializer, validated
 
 AUTHORITY_WEIGHT = {Authority.OPERATOR: 1.0, Authority.USER: 0.8, Authority.THIRD_PARTY: 0.4, Authority.AGENT: 0.3}
 LEXICAL_WEIGHT = 3.0
@@ -66,39 +67,11 @@ class RecallResult:
 
 
 def parse_recall(data: Any) -> RecallQuery:
-    errors: dict[str, list[str]] = {}
-    if not isinstance(data, dict):
-        raise ValidationFailed("The body must be a JSON object.", errors={"non_field_errors": ["Expected an object."]})
-    query = data.get("query", "")
-    if not isinstance(query, str) or len(query) > 1000:
-        errors["query"] = ["Must be a string of at most 1000 characters."]
-    purpose = data.get("purpose")
-    if not isinstance(purpose, str) or not purpose.strip():
-        errors["purpose"] = ["This field is required."]
-    subject = data.get("subject")
-    if subject is not None and (not isinstance(subject, str) or not subject.strip() or len(subject) > 200):
-        errors["subject"] = ["Must be a non-empty string of at most 200 characters."]
-    kinds = data.get("kinds")
-    if kinds is not None:
-        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-            errors["kinds"] = ["Must be a list of kind names."]
-        else:
-            unknown = set(kinds) - set(MemoryKind.objects.filter(name__in=kinds).values_list("name", flat=True))
-            if unknown:
-                errors["kinds"] = [f"Unknown kinds: {', '.join(sorted(unknown))}."]
-    limit = data.get("limit", 10)
-    max_limit = settings.MEMORY_RECALL_MAX_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= max_limit:
-        errors["limit"] = [f"Must be an integer from 1 to {max_limit}."]
-    budget = data.get("token_budget")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= 1_000_000):
-        errors["token_budget"] = ["Must be a positive integer."]
-    unknown_fields = set(data) - {"query", "purpose", "subject", "kinds", "limit", "token_budget"}
-    for name in sorted(unknown_fields):
-        errors[name] = ["Unknown field."]
-    if errors:
-        raise ValidationFailed("The recall request is invalid.", errors=errors)
-    return RecallQuery(query=query, purpose=purpose.strip(), subject=subject, kinds=kinds, limit=limit, token_budget=budget)
+    """A recall body (defined by `memory.validation.RecallRequestSerializer`) as a RecallQuery, or
+    ValidationFailed naming every field error."""
+    body = validated(RecallRequestSerializer, data, detail="The recall request is invalid: see errors.")
+    return RecallQuery(query=body["query"], purpose=body["purpose"], subject=body.get("subject"), kinds=body.get("kinds"),
+                       limit=body["limit"], token_budget=body.get("token_budget"))
 
 
 def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:

@@ -1,5 +1,5 @@
 """Scoped reads. Every read path starts from `records_in_scope`, which applies the caller's tenant
-(and, for agents, agent) boundary once, here."""
+(and, for agents, agent and purposes) boundary once, here."""
 
 from datetime import timedelta
 
@@ -11,9 +11,12 @@ from memory.models import MemoryRecord, Status, Tenant
 
 
 def records_in_scope(actor: Actor) -> QuerySet[MemoryRecord]:
+    """Every record the actor may see or act on. An agent token: its tenant, its agent and the
+    purposes it allows (reads, transitions and forget alike). A reviewer: their tenants."""
     qs = MemoryRecord.objects.all()
     if actor.is_agent:
-        return qs.filter(tenant_id=actor.credential.agent.tenant_id, agent_id=actor.credential.agent_id)
+        credential = actor.credential
+        return qs.filter(tenant_id=credential.agent.tenant_id, agent_id=credential.agent_id, purpose__in=credential.purposes)
     return actor.in_tenants(qs)
 
 

@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
+from memory.fingerprints import records_about
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
 from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import (
-    TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind, MemoryRecord, SourceType, Status, Trust,
+    NOTE_MAX_CHARS, TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryRecord, SourceType, Status, Trust,
     content_digest,
 )
 from memory.selectors import records_in_scope
@@ -44,11 +45,24 @@ class WriteResult:
 # history helpers
 
 
+def checked_note(note: str) -> str:
+    """A transition's note as the history row keeps it: too long is an error, never cut short."""
+    if len(note) > NOTE_MAX_CHARS:
+        raise ValidationFailed("The note is too long.", errors={"note": [f"At most {NOTE_MAX_CHARS} characters."]})
+    return note
+
+
+def _lock_in_order(ids: Iterable) -> None:
+    """Lock several records in primary-key order, the one order every multi-row lock here uses,
+    so two transactions that need the same rows queue instead of deadlocking."""
+    list(MemoryRecord.objects.select_for_update().filter(pk__in=list(ids)).order_by("pk").values_list("pk", flat=True))
+
+
 def _stamp(record: MemoryRecord, *, actor: Actor, reason: str, note: str = "") -> None:
     """Attach who/why to the instance; simple-history copies it into the history row on save."""
     record._change_reason = reason
     record._history_actor = actor.label
-    record._history_note = note[:500]
+    record._history_note = checked_note(note)
     if actor.user is not None:
         record._history_user = actor.user
 
@@ -66,6 +80,11 @@ def _bulk_transition(ids: list[uuid.UUID], *, target: str, now: datetime, actor:
     return changed
 
 
+# The history columns `_copy_into_history` fills besides the tracked fields (a test keeps this in
+# step with the history model).
+HISTORY_COLUMNS = ("history_date", "history_change_reason", "history_type", "history_user_id", "history_actor", "history_note")
+
+
 def _copy_into_history(ids: list[uuid.UUID], *, history_date: datetime, actor: Actor, reason: str, note: str) -> None:
     history = MemoryRecord.history.model
     tracked = [f for f in history._meta.concrete_fields if not f.name.startswith("history_")]
@@ -74,14 +93,14 @@ def _copy_into_history(ids: list[uuid.UUID], *, history_date: datetime, actor: A
     connection = connections[router.db_for_write(MemoryRecord)]
     quote = connection.ops.quote_name
     columns = [quote(f.column) for f in tracked]
-    extras = ["history_date", "history_change_reason", "history_type", "history_user_id", "history_actor", "history_note"]
+    extras = list(HISTORY_COLUMNS)
     sql = (
         f"INSERT INTO {quote(history._meta.db_table)} ({', '.join(columns + [quote(c) for c in extras])}) "
         f"SELECT {', '.join('s.' + c for c in columns)}, %s, %s, %s, %s, %s, %s FROM ({select_sql}) s"
     )
     # The placeholders of the history columns come first in the statement, the subquery's after.
     params = (connection.ops.adapt_datetimefield_value(history_date), reason, "~",
-              actor.user.pk if actor.user is not None else None, actor.label, note[:500], *select_params)
+              actor.user.pk if actor.user is not None else None, actor.label, checked_note(note), *select_params)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -93,10 +112,6 @@ def _copy_into_history(ids: list[uuid.UUID], *, history_date: datetime, actor: A
 def request_fingerprint(data: Any) -> str:
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def _kinds() -> dict[str, MemoryKind]:
-    return {kind.name: kind for kind in MemoryKind.objects.all()}
 
 
 def reject_foreign_scope(data: Any, credential: AgentCredential) -> Any:
@@ -112,17 +127,33 @@ def reject_foreign_scope(data: Any, credential: AgentCredential) -> Any:
     return {key: value for key, value in data.items() if key not in own}
 
 
-def _admission(draft: WriteDraft) -> tuple[str, str, str]:
-    """Quarantine or admit: returns (status, trust, why quarantined)."""
+# Sources that carry someone else's words: claiming the user's or the operator's authority for them
+# needs a credential trusted to import (a migration), else a reviewer checks the claim.
+RELAYED_SOURCES = frozenset({SourceType.DOCUMENT, SourceType.IMPORT})
+TRUSTED_AUTHORITIES = frozenset({Authority.USER, Authority.OPERATOR})
+
+_UNADMITTED_AUTHORITY_REASON = {
+    Authority.THIRD_PARTY: "Read from someone else's content (a web page, a document or a tool), not said by the user or the operator.",
+    Authority.AGENT: "The agent's own conclusion, not something the user or the operator said.",
+}
+
+
+def _admission(draft: WriteDraft, credential: AgentCredential) -> tuple[str, str, str]:
+    """Quarantine or admit: returns (status, trust, why quarantined, in words a reviewer reads)."""
+    quarantined = lambda why: (Status.QUARANTINED, Trust.UNTRUSTED, why)  # noqa: E731
+    source_type = draft.provenance["source_type"]
     if draft.derived_from:
-        return Status.QUARANTINED, Trust.UNTRUSTED, "Derived record (summary or merge): always reviewed."
+        return quarantined("A summary or merge of other memories: always reviewed before use.")
     if draft.provenance["contaminated"]:
-        return Status.QUARANTINED, Trust.UNTRUSTED, "The writing session was contaminated by external content."
+        return quarantined("The agent had read outside content (a web page or a tool result) in this session, "
+                           "so the claim may come from there rather than from the user.")
+    if source_type in RELAYED_SOURCES and draft.authority in TRUSTED_AUTHORITIES and not credential.can_import_trusted:
+        return quarantined(f"Says it speaks for the {draft.authority}, but was taken from a {source_type.replace('_', ' ')}: "
+                           "check that the source really is theirs.")
     if draft.authority not in draft.kind.auto_admit_authorities:
-        return (
-            Status.QUARANTINED, Trust.UNTRUSTED,
-            f"Authority '{draft.authority}' is not auto-admitted for kind '{draft.kind.name}'.",
-        )
+        return quarantined(_UNADMITTED_AUTHORITY_REASON.get(
+            draft.authority, f"The {draft.kind.name} kind has every claim from the {draft.authority} reviewed before use.",
+        ))
     return Status.ACTIVE, Trust.TRUSTED, ""
 
 
@@ -141,7 +172,7 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
 
     data = reject_foreign_scope(data, credential)
     now = timezone.now()
-    draft = parse_write(data, kinds=_kinds(), now=now)
+    draft = parse_write(data, now=now)
     if not credential.allows_purpose(draft.purpose):
         raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
     if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
@@ -183,7 +214,7 @@ def _idempotent_replay(credential: AgentCredential, key: str, fingerprint: str) 
 
 def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime) -> MemoryRecord:
     agent = credential.agent
-    status, trust, why = _admission(draft)
+    status, trust, why = _admission(draft, credential)
     sources = _derivation_sources(draft, credential) if draft.derived_from else []
     superseded = _lock_supersession_target(draft, credential) if draft.supersedes else None
     provenance = draft.provenance
@@ -326,7 +357,7 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
 
     def mutate(record: MemoryRecord, now: datetime) -> None:
         if record.supersedes_id:
-            previous = MemoryRecord.objects.select_for_update().get(pk=record.supersedes_id)
+            previous = MemoryRecord.objects.get(pk=record.supersedes_id)  # locked below, with the record
             if previous.status != Status.ACTIVE:
                 count_conflict("supersession")
                 raise Conflict(
@@ -338,6 +369,9 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
         record.confirmed_at = now
 
     with transaction.atomic():
+        corrects = records_in_scope(actor).filter(pk=record_id).values_list("supersedes_id", flat=True).first()
+        if corrects is not None:  # the correction and the record it corrects, in key order
+            _lock_in_order([record_id, corrects])
         record = _transition("promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
         for previous in corrected:
             _supersede_locked(previous, actor=actor, reason=f"{actor.channel}.supersede", now=record.reviewed_at, note=note)
@@ -451,7 +485,7 @@ def memory_supersede_by(
             raise InvalidTransition(f"The replacing memory is {replacement.status}, not active.", code="replacement_not_active")
         if (record.tenant_id, record.agent_id, record.purpose) != (replacement.tenant_id, replacement.agent_id, replacement.purpose):
             raise InvalidTransition("The replacing memory belongs to another agent or purpose.", code="scope_mismatch")
-        history_note = f"Superseded by {replacement.pk}." + (f" {note}" if note else "")
+        history_note = checked_note(f"Superseded by {replacement.pk}." + (f" {note}" if note else ""))
         _supersede_locked(record, actor=actor, reason=f"{actor.channel}.{action}", now=timezone.now(), note=history_note)
         return record
 
@@ -504,38 +538,42 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
     """Logical forget, synchronous: every record of the subject (whatever its status), and every
     record derived from one of them, becomes `forgotten`. A reviewer forgets across the tenant (an
     erasure request); an agent only within its own records, since its token fixes the agent. Recall
-    excludes them as soon as this commits; content is removed from storage by forget propagation."""
+    excludes them as soon as this commits; content is removed from storage by forget propagation.
+    Records already forgotten, whose subject propagation replaced by its keyed fingerprint, match
+    too (`memory.fingerprints.records_about`) and count as nothing left to forget."""
     if not actor.may_access_tenant(tenant_id):
         raise RecordNotFound("No such tenant in your scope.")
     if actor.is_agent and not actor.credential.can_forget:
         raise ScopeDenied("This token may not forget subjects.")
     now = timezone.now()
     with transaction.atomic():
-        direct = _forget_locked(
-            records_in_scope(actor).filter(tenant_id=tenant_id, subject=subject), actor=actor, now=now,
-            reason=f"{actor.channel}.forget", note=reason,
-        )
-        lineage: list[uuid.UUID] = []
+        pending = MemoryRecord.objects.exclude(status=Status.FORGOTTEN)
+        direct = set(records_about(records_in_scope(actor), tenant_id=tenant_id, subject=subject)
+                     .exclude(status=Status.FORGOTTEN).values_list("pk", flat=True))
+        lineage: set[uuid.UUID] = set()
         frontier = direct
         while frontier:  # derived records of derived records, too
-            frontier = _forget_locked(
-                MemoryRecord.objects.filter(derived_from__in=frontier).distinct(), actor=actor, now=now,
-                reason=f"{actor.channel}.forget_lineage", note=reason,
-            )
-            lineage.extend(frontier)
-    return ForgetOutcome(record_ids=direct + lineage, subject_count=len(direct), lineage_count=len(lineage))
+            frontier = set(pending.filter(derived_from__in=frontier).values_list("pk", flat=True)) - direct - lineage
+            lineage |= frontier
+        locked = _forget_locked(direct | lineage)
+        subject_ids = [pk for pk in locked if pk in direct]
+        lineage_ids = [pk for pk in locked if pk not in direct]
+        for ids, transition in ((subject_ids, "forget"), (lineage_ids, "forget_lineage")):
+            for start in range(0, len(ids), 1000):
+                _bulk_transition(ids[start:start + 1000], target=Status.FORGOTTEN, now=now, actor=actor,
+                                 reason=f"{actor.channel}.{transition}", note=reason)
+    return ForgetOutcome(record_ids=subject_ids + lineage_ids, subject_count=len(subject_ids), lineage_count=len(lineage_ids))
 
 
-def _forget_locked(queryset: QuerySet[MemoryRecord], *, actor: Actor, now: datetime, reason: str, note: str) -> list[uuid.UUID]:
-    ids = list(queryset.exclude(status=Status.FORGOTTEN).values_list("pk", flat=True))
-    done: list[uuid.UUID] = []
-    for start in range(0, len(ids), 1000):
-        # Locked in primary-key order, like every other multi-row lock, so no two paths deadlock.
-        locked = list(MemoryRecord.objects.select_for_update().filter(pk__in=ids[start:start + 1000])
+def _forget_locked(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
+    """Lock every record to forget, the subject's and their derivatives together, in one pass in
+    primary-key order (the order of every multi-row lock), and return those not forgotten meanwhile."""
+    ordered = sorted(ids)
+    locked: list[uuid.UUID] = []
+    for start in range(0, len(ordered), 1000):
+        locked.extend(MemoryRecord.objects.select_for_update().filter(pk__in=ordered[start:start + 1000])
                       .exclude(status=Status.FORGOTTEN).order_by("pk").values_list("pk", flat=True))
-        _bulk_transition(locked, target=Status.FORGOTTEN, now=now, actor=actor, reason=reason, note=note)
-        done.extend(locked)
-    return done
+    return locked
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,26 +1,183 @@
-"""Validation of a memory write: shape, provenance, authority against source, TTL against the kind.
-It gathers every field error before raising, so a client sees all its mistakes at once. Scope
-(purpose, capabilities, supersession) is checked by the service, which knows the credential."""
+"""Request bodies of the memory API, defined once: each DRF serializer here is both the validator
+and the OpenAPI schema of its body, so the two cannot disagree.
+
+Every field is strict (a JSON string is a string, an integer an integer; no coercion), every string
+refuses NUL characters and unpaired surrogates (DRF's CharField validators), every date-time must
+carry a zone and lie within what both databases store and read back, and unknown fields are errors.
+A body is validated completely, every mistake reported at once, before anything is written.
+Scope (purpose, capabilities, supersession) is checked by the services, which know the credential.
+"""
 
 import math
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 from typing import Any, Mapping
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.functional import cached_property
+from rest_framework import serializers
 
 from memory.errors import ValidationFailed
-from memory.models import AUTHORITY_FOR_SOURCE, Authority, MemoryKind, SourceType
+from memory.models import (
+    AUTHORITY_FOR_SOURCE, NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Authority, MemoryKind, SourceType,
+)
 
-PROVENANCE_TEXT_FIELDS = {"uri": 1000, "session_id": 200, "turn_id": 200, "tool": 200, "source_version": 200}
-KNOWN_FIELDS = {
-    "kind", "subject", "purpose", "content", "authority", "confidence", "provenance", "ttl_seconds",
-    "expires_at", "valid_from", "valid_to", "supersedes", "supersedes_version", "derived_from",
-    "tenant", "agent",
-}
+# The range of date-times accepted anywhere: PostgreSQL stores far more, but Python's datetime stops
+# at year 1 and 9999, and a value near either end can leave that range when shifted to UTC or moved
+# by a TTL. Everything is stored in UTC.
+EARLIEST = datetime(1900, 1, 1, tzinfo=dt_timezone.utc)
+LATEST = datetime(9999, 1, 1, tzinfo=dt_timezone.utc)
+TTL_MAX_SECONDS = 10**9
+RECALL_QUERY_MAX_CHARS = 1000
+DERIVED_FROM_MAX_ITEMS = 100
+RECALL_KINDS_MAX_ITEMS = 20
+
+
+MAX_UTC_OFFSET = timedelta(hours=14)  # the widest offset any real zone uses (Kiribati, +14:00)
+
+
+def checked_datetime(value: datetime) -> datetime:
+    """`value` (aware) in UTC, or ValueError when no database here could store and read it back."""
+    if timezone.is_naive(value):
+        raise ValueError("Must include a time zone.")
+    if abs(value.utcoffset()) > MAX_UTC_OFFSET:
+        raise ValueError("The UTC offset must lie between -14:00 and +14:00.")
+    try:
+        utc = value.astimezone(dt_timezone.utc)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        raise ValueError(f"Must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC).")
+    return utc
+
+
+# --------------------------------------------------------------------------------------------
+# strict fields
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string, not a number coerced to text. NUL and lone surrogates are refused (DRF)."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer in JSON, not a numeric string, float or boolean: a version is never guessed."""
+
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (integer or float), not a string or boolean; finite."""
+
+    default_error_messages = {"invalid": "Must be a number."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """One of the choices; the error names the choices, never echoes what was sent."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.error_messages["invalid_choice"] = f"Must be one of: {', '.join(str(c) for c in self.choices)}."
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A record id as a JSON string (not an integer, which DRF would turn into a UUID)."""
+
+    default_error_messages = {"invalid": "Must be a record id (UUID)."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class CheckedDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 date-time with a zone, within [EARLIEST, LATEST), returned in UTC."""
+
+    default_error_messages = {
+        "invalid": "Must be an ISO 8601 date-time with a time zone, e.g. 2026-11-29T10:00:00Z.",
+        "naive": "Must include a time zone.",
+    }
+
+    def to_internal_value(self, value):
+        if not isinstance(value, str):
+            self.fail("invalid")
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            self.fail("invalid")
+        if timezone.is_naive(parsed):
+            self.fail("naive")
+        try:
+            return checked_datetime(parsed)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class RejectUnknownFieldsMixin:
+    """A body field the endpoint does not know is an error, not silently ignored: a typo like
+    `expected_verison` must not pass as "no version given"."""
+
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, Mapping) else []
+        errors = {name: ["Unknown field."] for name in unknown}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError({**exc.detail, **errors}) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class StrictSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """A body that must be a JSON object with only the declared fields. Marked for the schema
+    (`additionalProperties: false`) by `config.schema.forbid_unknown_fields`."""
+
+    default_error_messages = {"invalid": "Expected a JSON object."}
+    forbids_unknown_fields = True
+
+
+def note_field(**kwargs) -> StrictCharField:
+    """The free-text note of a decision (history row, dedup proposal): one limit everywhere."""
+    return StrictCharField(required=False, allow_blank=True, max_length=NOTE_MAX_CHARS, default="", **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# the write body
 
 
 @dataclass
@@ -40,224 +197,198 @@ class WriteDraft:
     derived_from: list[uuid.UUID] = field(default_factory=list)
 
 
-class _Errors:
-    def __init__(self) -> None:
-        self.by_field: dict[str, list[str]] = {}
-
-    def add(self, name: str, message: str) -> None:
-        self.by_field.setdefault(name, []).append(message)
-
-    def __bool__(self) -> bool:
-        return bool(self.by_field)
+def _optional_text(max_length: int, help_text: str) -> StrictCharField:
+    return StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=max_length, help_text=help_text)
 
 
-def _text(data: Mapping, name: str, errors: _Errors, *, max_length: int, required: bool = True) -> str:
-    value = data.get(name)
-    if value is None or value == "":
-        if required:
-            errors.add(name, "This field is required.")
-        return ""
-    if not isinstance(value, str):
-        errors.add(name, "Must be a string.")
-        return ""
-    value = value.strip()
-    if required and not value:
-        errors.add(name, "May not be blank.")
-    if len(value) > max_length:
-        errors.add(name, f"At most {max_length} characters.")
-    return value
-
-
-def _datetime(data: Mapping, name: str, errors: _Errors, *, path: str | None = None) -> datetime | None:
-    value = data.get(name)
-    if value in (None, ""):
-        return None
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        try:
-            parsed = parse_datetime(value)
-        except ValueError:
-            parsed = None
-    else:
-        parsed = None
-    if parsed is None:
-        errors.add(path or name, "Must be an ISO 8601 date-time.")
-        return None
-    if timezone.is_naive(parsed):
-        errors.add(path or name, "Must include a time zone.")
-        return None
-    return parsed
-
-
-def _uuid(value: Any, name: str, errors: _Errors) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except (ValueError, AttributeError, TypeError):
-        errors.add(name, "Must be a record id (UUID).")
-        return None
-
-
-def _int(value: Any, name: str, errors: _Errors) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        errors.add(name, "Must be an integer.")
-        return None
-    return value
-
-
-def _provenance(data: Mapping, errors: _Errors) -> dict[str, Any]:
-    raw = data.get("provenance")
-    if raw is None:
-        errors.add("provenance", "Provenance is required: where did this claim come from?")
-        return {}
-    if not isinstance(raw, Mapping):
-        errors.add("provenance", "Must be an object.")
-        return {}
-    source_type = raw.get("source_type")
-    if source_type in (None, ""):
-        errors.add("provenance.source_type", "This field is required.")
-    elif source_type not in SourceType.values:
-        errors.add("provenance.source_type", f"Must be one of: {', '.join(SourceType.values)}.")
-    result: dict[str, Any] = {"source_type": source_type}
-    for name, max_length in PROVENANCE_TEXT_FIELDS.items():
-        value = raw.get(name)
-        if value is None:
-            result[name] = ""
-        elif not isinstance(value, str):
-            errors.add(f"provenance.{name}", "Must be a string or null.")
-        elif len(value) > max_length:
-            errors.add(f"provenance.{name}", f"At most {max_length} characters.")
-        else:
-            result[name] = value
-    if source_type in (SourceType.USER_TURN, SourceType.TOOL_OUTPUT) and not (result.get("session_id") or result.get("uri")):
-        errors.add("provenance.session_id", "A user turn or tool output needs a session id or a URI.")
-    if source_type in (SourceType.WEB_PAGE, SourceType.DOCUMENT) and not result.get("uri"):
-        errors.add("provenance.uri", "A web page or document needs its URI.")
-    if source_type == SourceType.TOOL_OUTPUT and not result.get("tool"):
-        errors.add("provenance.tool", "Tool output needs the tool's name.")
-    result["observed_at"] = _datetime(raw, "observed_at", errors, path="provenance.observed_at")
-    contaminated = raw.get("contaminated", False)
-    if not isinstance(contaminated, bool):
-        errors.add("provenance.contaminated", "Must be true or false.")
-        contaminated = True  # never let a malformed flag read as clean
-    result["contaminated"] = contaminated
-    return result
-
-
-def parse_write(data: Any, *, kinds: Mapping[str, MemoryKind], now: datetime) -> WriteDraft:
-    """Turn a raw write body into a WriteDraft, or raise ValidationFailed with every field error."""
-    errors = _Errors()
-    if not isinstance(data, Mapping):
-        raise ValidationFailed("The body must be a JSON object.", errors={"non_field_errors": ["Expected an object."]})
-    for name in sorted(set(data) - KNOWN_FIELDS):
-        errors.add(name, "Unknown field.")
-
-    kind = None
-    kind_name = data.get("kind")
-    if kind_name in (None, ""):
-        errors.add("kind", "This field is required.")
-    elif not isinstance(kind_name, str) or kind_name not in kinds:
-        errors.add("kind", f"Unknown kind. Known kinds: {', '.join(sorted(kinds))}.")
-    else:
-        kind = kinds[kind_name]
-
-    subject = _text(data, "subject", errors, max_length=200)
-    purpose = _text(data, "purpose", errors, max_length=100)
-    max_chars = settings.MEMORY_MAX_CONTENT_CHARS
-    content = data.get("content")
-    if content is None or (isinstance(content, str) and not content.strip()):
-        errors.add("content", "Content may not be empty.")
-        content = ""
-    elif not isinstance(content, str):
-        errors.add("content", "Must be a string.")
-        content = ""
-    elif len(content) > max_chars:
-        errors.add("content", f"At most {max_chars} characters.")
-
-    authority = data.get("authority")
-    if authority in (None, ""):
-        errors.add("authority", "This field is required.")
-    elif authority not in Authority.values:
-        errors.add("authority", f"Must be one of: {', '.join(Authority.values)}.")
-
-    confidence = data.get("confidence")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not math.isfinite(confidence):
-        errors.add("confidence", "Must be a number between 0 and 1.")
-        confidence = 0.0
-    elif not 0 <= confidence <= 1:
-        errors.add("confidence", "Must be between 0 and 1.")
-
-    provenance = _provenance(data, errors)
-    source_type = provenance.get("source_type")
-    if authority in Authority.values and source_type in SourceType.values:
-        if authority not in AUTHORITY_FOR_SOURCE[source_type]:
-            allowed = ", ".join(sorted(AUTHORITY_FOR_SOURCE[source_type]))
-            errors.add("authority", f"A {source_type} source cannot carry {authority} authority (allowed: {allowed}).")
-
-    expires_at = _expiry(data, kind, now, errors)
-    valid_from = _datetime(data, "valid_from", errors)
-    valid_to = _datetime(data, "valid_to", errors)
-    if valid_from and valid_to and valid_to <= valid_from:
-        errors.add("valid_to", "Must be after valid_from.")
-
-    supersedes = supersedes_version = None
-    if data.get("supersedes") is not None:
-        supersedes = _uuid(data["supersedes"], "supersedes", errors)
-        if data.get("supersedes_version") is None:
-            errors.add("supersedes_version", "Required with supersedes: the version you are correcting.")
-        else:
-            supersedes_version = _int(data["supersedes_version"], "supersedes_version", errors)
-    elif data.get("supersedes_version") is not None:
-        errors.add("supersedes_version", "Only meaningful together with supersedes.")
-
-    derived_from: list[uuid.UUID] = []
-    raw_sources = data.get("derived_from")
-    if raw_sources is not None:
-        if not isinstance(raw_sources, list) or not raw_sources:
-            errors.add("derived_from", "Must be a non-empty list of record ids.")
-        else:
-            derived_from = [u for u in (_uuid(v, "derived_from", errors) for v in raw_sources) if u]
-            derived_from = list(dict.fromkeys(derived_from))
-
-    if errors:
-        raise ValidationFailed("The memory was not stored: see errors.", errors=errors.by_field)
-    return WriteDraft(
-        kind=kind, subject=subject, purpose=purpose, content=content, authority=authority,
-        confidence=float(confidence), provenance=provenance, expires_at=expires_at,
-        valid_from=valid_from, valid_to=valid_to, supersedes=supersedes,
-        supersedes_version=supersedes_version, derived_from=derived_from,
+class ProvenanceSerializer(StrictSerializer):
+    source_type = StrictChoiceField(choices=SourceType.choices, help_text="Where the claim came from.")
+    uri = _optional_text(1000, "The source's address (required for web_page and document).")
+    session_id = _optional_text(200, "The writing session (a user turn or tool output needs it, or a uri).")
+    turn_id = _optional_text(200, "The turn within the session.")
+    tool = _optional_text(200, "The tool's name (required for tool_output).")
+    source_version = _optional_text(200, "The version of the source read.")
+    observed_at = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim was observed at its source.")
+    contaminated = StrictBooleanField(
+        required=False, default=False, help_text="True when the writing session had read external content.",
     )
 
+    def validate(self, attrs):
+        attrs = {name: attrs.get(name) or "" for name in ("uri", "session_id", "turn_id", "tool", "source_version")} | {
+            "source_type": attrs["source_type"], "observed_at": attrs.get("observed_at"),
+            "contaminated": attrs.get("contaminated", False),
+        }
+        errors = {}
+        source_type = attrs["source_type"]
+        if source_type in (SourceType.USER_TURN, SourceType.TOOL_OUTPUT) and not (attrs["session_id"] or attrs["uri"]):
+            errors["session_id"] = ["A user turn or tool output needs a session id or a URI."]
+        if source_type in (SourceType.WEB_PAGE, SourceType.DOCUMENT) and not attrs["uri"]:
+            errors["uri"] = ["A web page or document needs its URI."]
+        if source_type == SourceType.TOOL_OUTPUT and not attrs["tool"]:
+            errors["tool"] = ["Tool output needs the tool's name."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
 
-def _expiry(data: Mapping, kind: MemoryKind | None, now: datetime, errors: _Errors) -> datetime | None:
-    ttl_seconds = data.get("ttl_seconds")
-    expires_at = _datetime(data, "expires_at", errors)
-    if ttl_seconds is not None and data.get("expires_at") is not None:
-        errors.add("ttl_seconds", "Give ttl_seconds or expires_at, not both.")
-        return None
-    ttl: timedelta | None = None
-    if ttl_seconds is not None:
-        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float)) or not math.isfinite(ttl_seconds):
-            errors.add("ttl_seconds", "Must be a number of seconds.")
+
+class KindField(StrictCharField):
+    """A memory kind by name, returned as the MemoryKind; kinds are admin data, read from the
+    database once per body."""
+
+    def to_internal_value(self, data):
+        name = super().to_internal_value(data)
+        kinds = self.parent.kinds
+        if name not in kinds:
+            raise serializers.ValidationError(f"Unknown kind. Known kinds: {', '.join(sorted(kinds))}.")
+        return kinds[name]
+
+
+class MemoryWriteSerializer(StrictSerializer):
+    """The body of `POST /api/v1/memories/` (and of each batch item). `validated_draft()` returns
+    the WriteDraft the write service stores. Context: `now` (the write's time)."""
+
+    kind = KindField(help_text="A memory kind (see GET /api/v1/kinds/ or the admin); it sets the TTL limits.")
+    subject = StrictCharField(max_length=SUBJECT_MAX_CHARS, help_text="Who or what the memory is about, e.g. customer/acme.")
+    purpose = StrictCharField(max_length=PURPOSE_MAX_CHARS, help_text="One of the purposes the token allows.")
+    content = StrictCharField(
+        trim_whitespace=False, max_length=settings.MEMORY_MAX_CONTENT_CHARS,
+        help_text="The claim, as a distilled sentence (not a transcript).",
+    )
+    authority = StrictChoiceField(choices=Authority.choices, help_text="Whose authority the claim carries; must fit the source type.")
+    confidence = StrictFloatField(min_value=0, max_value=1, help_text="The writer's confidence in [0, 1]; never verification.")
+    provenance = ProvenanceSerializer()
+    ttl_seconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=TTL_MAX_SECONDS,
+        help_text="Time to live in seconds (or expires_at; neither = the kind's default TTL; at most the kind's maximum).",
+    )
+    expires_at = CheckedDateTimeField(required=False, allow_null=True, help_text="Instead of ttl_seconds: when it expires.")
+    valid_from = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim starts to hold.")
+    valid_to = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim stops holding.")
+    supersedes = StrictUUIDField(required=False, allow_null=True, help_text="An active record of yours this one corrects.")
+    supersedes_version = StrictIntegerField(required=False, allow_null=True, min_value=1, help_text="Its current version.")
+    derived_from = serializers.ListField(
+        child=StrictUUIDField(), required=False, allow_null=True, allow_empty=False,
+        max_length=DERIVED_FROM_MAX_ITEMS, help_text="Source records of a summary or merge (always reviewed).",
+    )
+    tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
+    agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
+
+    @cached_property
+    def kinds(self) -> dict[str, MemoryKind]:
+        return {kind.name: kind for kind in MemoryKind.objects.all()}
+
+    def validate(self, attrs):
+        errors: dict[str, list[str]] = {}
+        source_type = attrs["provenance"]["source_type"]
+        authority = attrs["authority"]
+        if authority not in AUTHORITY_FOR_SOURCE[source_type]:
+            allowed = ", ".join(sorted(AUTHORITY_FOR_SOURCE[source_type]))
+            errors["authority"] = [f"A {source_type} source cannot carry {authority} authority (allowed: {allowed})."]
+        if not attrs["content"].strip():
+            errors["content"] = ["Content may not be empty."]
+        valid_from, valid_to = attrs.get("valid_from"), attrs.get("valid_to")
+        if valid_from and valid_to and valid_to <= valid_from:
+            errors["valid_to"] = ["Must be after valid_from."]
+        if attrs.get("supersedes") is not None and attrs.get("supersedes_version") is None:
+            errors["supersedes_version"] = ["Required with supersedes: the version you are correcting."]
+        if attrs.get("supersedes") is None and attrs.get("supersedes_version") is not None:
+            errors["supersedes_version"] = ["Only meaningful together with supersedes."]
+        expires_at = self._expiry(attrs, errors)
+        if errors:
+            raise serializers.ValidationError(errors)
+        attrs["expires_at"] = expires_at
+        return attrs
+
+    def _expiry(self, attrs, errors) -> datetime | None:
+        now, kind = self.context["now"], attrs["kind"]
+        ttl_seconds, expires_at = attrs.get("ttl_seconds"), attrs.get("expires_at")
+        if ttl_seconds is not None and expires_at is not None:
+            errors["ttl_seconds"] = ["Give ttl_seconds or expires_at, not both."]
             return None
-        if ttl_seconds <= 0:
-            errors.add("ttl_seconds", "Must be positive.")
+        if expires_at is not None and expires_at <= now:
+            errors["expires_at"] = ["Must be in the future."]
             return None
-        if ttl_seconds > 1e9:
-            errors.add("ttl_seconds", "Too large.")
+        ttl = timedelta(seconds=ttl_seconds) if ttl_seconds is not None else (expires_at - now if expires_at else kind.default_ttl)
+        if ttl > kind.max_ttl:
+            field_name = "expires_at" if expires_at is not None else "ttl_seconds"
+            errors[field_name] = [f"Longer than the {kind.name} kind allows ({int(kind.max_ttl.total_seconds())} seconds)."]
             return None
-        ttl = timedelta(seconds=ttl_seconds)
-    elif expires_at is not None:
-        if expires_at <= now:
-            errors.add("expires_at", "Must be in the future.")
+        return expires_at if expires_at is not None else now + ttl
+
+    def validated_draft(self) -> WriteDraft:
+        data = self.validated_data
+        return WriteDraft(
+            kind=data["kind"], subject=data["subject"], purpose=data["purpose"], content=data["content"],
+            authority=data["authority"], confidence=float(data["confidence"]), provenance=data["provenance"],
+            expires_at=data["expires_at"], valid_from=data.get("valid_from"), valid_to=data.get("valid_to"),
+            supersedes=data.get("supersedes"), supersedes_version=data.get("supersedes_version"),
+            derived_from=list(dict.fromkeys(data.get("derived_from") or [])),
+        )
+
+
+def parse_write(data: Any, *, now: datetime) -> WriteDraft:
+    """A raw write body as a WriteDraft, or ValidationFailed naming every field error."""
+    serializer = MemoryWriteSerializer(data=data, context={"now": now})
+    if not serializer.is_valid():
+        raise ValidationFailed("The memory was not stored: see errors.", errors=flatten_errors(serializer.errors))
+    return serializer.validated_draft()
+
+
+# --------------------------------------------------------------------------------------------
+# transitions and recall
+
+
+class TransitionSerializer(StrictSerializer):
+    expected_version = StrictIntegerField(min_value=1, help_text="The version you decided on; a stale one is a 409.")
+    note = note_field(help_text="Why; kept in the history row.")
+
+
+class RecallRequestSerializer(StrictSerializer):
+    """The body of `POST /api/v1/recall/`."""
+
+    query = StrictCharField(required=False, allow_blank=True, max_length=RECALL_QUERY_MAX_CHARS, default="",
+                            help_text="What the agent needs, in words.")
+    purpose = StrictCharField(max_length=PURPOSE_MAX_CHARS, help_text="One of the purposes the token allows.")
+    subject = StrictCharField(required=False, allow_null=True, max_length=SUBJECT_MAX_CHARS,
+                              help_text="Only memories about this subject.")
+    kinds = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True,
+                                  max_length=RECALL_KINDS_MAX_ITEMS, help_text="Only these kinds.")
+    limit = StrictIntegerField(required=False, min_value=1, max_value=settings.MEMORY_RECALL_MAX_LIMIT, default=10)
+    token_budget = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000,
+                                      help_text="Fill at most this many (estimated) tokens, in rank order.")
+    tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
+    agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
+
+    def validate_kinds(self, kinds):
+        if not kinds:
             return None
-        ttl = expires_at - now
-    if kind is None:
-        return None
-    if ttl is None:
-        ttl = kind.default_ttl
-    if ttl > kind.max_ttl:
-        field_name = "ttl_seconds" if ttl_seconds is not None else "expires_at"
-        errors.add(field_name, f"Longer than the {kind.name} kind allows ({int(kind.max_ttl.total_seconds())} seconds).")
-        return None
-    return expires_at if expires_at is not None else now + ttl
+        unknown = set(kinds) - set(MemoryKind.objects.filter(name__in=kinds).values_list("name", flat=True))
+        if unknown:
+            raise serializers.ValidationError(f"Unknown kinds: {', '.join(sorted(unknown))}.")
+        return list(dict.fromkeys(kinds))
+
+
+def validated(serializer_class: type[serializers.Serializer], data: Any, *, detail: str, **context) -> dict:
+    """`data` validated by `serializer_class`, or ValidationFailed with every field error."""
+    serializer = serializer_class(data=data, context=context)
+    if not serializer.is_valid():
+        raise ValidationFailed(detail, errors=flatten_errors(serializer.errors))
+    return serializer.validated_data
+
+
+def flatten_errors(detail, path: str = "") -> dict[str, list[str]]:
+    """DRF's nested error structure as `{"field.sub": ["message", ...]}`."""
+    if isinstance(detail, dict):
+        flat: dict[str, list[str]] = {}
+        for key, value in detail.items():
+            flat.update(flatten_errors(value, f"{path}.{key}" if path else str(key)))
+        return flat
+    if isinstance(detail, list) and any(isinstance(item, (dict, list)) for item in detail):
+        flat = {}
+        for index, item in enumerate(detail):
+            flat.update(flatten_errors(item, f"{path}.{index}" if path else str(index)))
+        return flat
+    messages = detail if isinstance(detail, list) else [detail]
+    # A nested object's own error (e.g. provenance is not an object) is named after the object.
+    name = path.removesuffix(".non_field_errors") or "non_field_errors"
+    return {name: [str(message) for message in messages]}

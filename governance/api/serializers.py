@@ -10,7 +10,7 @@ from rest_framework import serializers
 from governance.dedup.selectors import proposal_is_current, proposal_members
 from governance.models import DedupProposal
 
-from memory.api.serializers import RejectUnknownFieldsMixin, StrictCharField
+from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
 
 class ForgetRequestInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

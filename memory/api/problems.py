@@ -11,6 +11,7 @@ import logging
 import math
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
@@ -18,7 +19,9 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from memory.api.parsers import PayloadTooLarge
 from memory.errors import DomainError
+from memory.validation import flatten_errors
 
 logger = logging.getLogger("memory.api")
 
@@ -37,6 +40,7 @@ _DRF_PROBLEMS: list[tuple[type[exceptions.APIException], str, str]] = [
     (exceptions.NotAcceptable, "not_acceptable", "Not acceptable"),
     (exceptions.UnsupportedMediaType, "unsupported_media_type", "Unsupported media type"),
     (exceptions.Throttled, "throttled", "Too many requests"),
+    (PayloadTooLarge, "payload_too_large", "Request body too large"),
 ]
 
 
@@ -48,22 +52,6 @@ def problem(*, status: int, code: str, title: str, detail: str, instance: str,
     return body
 
 
-def flatten_errors(detail, path: str = "") -> dict[str, list[str]]:
-    """DRF's nested error structure as `{"field.sub": ["message", ...]}`."""
-    if isinstance(detail, dict):
-        flat: dict[str, list[str]] = {}
-        for key, value in detail.items():
-            flat.update(flatten_errors(value, f"{path}.{key}" if path else str(key)))
-        return flat
-    if isinstance(detail, list) and any(isinstance(item, (dict, list)) for item in detail):
-        flat = {}
-        for index, item in enumerate(detail):
-            flat.update(flatten_errors(item, f"{path}.{index}" if path else str(index)))
-        return flat
-    messages = detail if isinstance(detail, list) else [detail]
-    return {path or "non_field_errors": [str(message) for message in messages]}
-
-
 def _instance(context) -> str:
     request = context.get("request")
     return request.path if request is not None else ""
@@ -72,7 +60,9 @@ def _instance(context) -> str:
 def problem_exception_handler(exc, context):
     """REST_FRAMEWORK["EXCEPTION_HANDLER"]: every exception a DRF view raises becomes a problem."""
     instance = _instance(context)
-    if isinstance(exc, Http404):
+    if isinstance(exc, RequestDataTooBig):  # Django's own limit, met before the parser's
+        exc = PayloadTooLarge()
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()

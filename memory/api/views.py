@@ -16,15 +16,13 @@ from memory import services
 from memory.actors import Actor
 from memory.api.authentication import request_actor
 from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
-from memory.api.serializers import (
-    MemoryRecordSerializer, MemoryWriteRequestSerializer, ProblemSerializer, RecallRequestSerializer,
-    RecallResponseSerializer, TransitionRequestSerializer,
-)
+from memory.api.serializers import MemoryRecordSerializer, ProblemSerializer, RecallResponseSerializer
 from memory.errors import RecordNotFound
 from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, Status
 from memory.recall import parse_recall, recall
 from memory.selectors import records_in_scope
+from memory.validation import MemoryWriteSerializer, RecallRequestSerializer, TransitionSerializer, validated
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
 
@@ -52,12 +50,9 @@ PROBLEMS = {
 
 
 def record_queryset(actor: Actor) -> QuerySet[MemoryRecord]:
-    """Records the actor may read, with what the output serializer needs joined in one query.
-    An agent token sees its own agent's records in the purposes it allows."""
-    qs = records_in_scope(actor)
-    if actor.is_agent:
-        qs = qs.filter(purpose__in=actor.credential.purposes)
-    return qs.select_related("tenant", "agent", "kind").annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
+    """Records the actor may read (`records_in_scope`), with what the output serializer needs
+    joined in one query."""
+    return records_in_scope(actor).select_related("tenant", "agent", "kind").annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
 
 
 def _record_response(actor: Actor, record_id, *, status_code: int = status.HTTP_200_OK, headers=None) -> Response:
@@ -103,7 +98,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
     @extend_schema(
         summary="Write a memory",
-        request=MemoryWriteRequestSerializer,
+        request=MemoryWriteSerializer,
         parameters=[OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
                                      description="A retry with the same key and body returns the first result.")],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
@@ -132,17 +127,12 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def _transition(self, request: Request, pk: str) -> Response:
         actor = request_actor(request)
         data = services.reject_foreign_scope(request.data, actor.credential) if actor.is_agent else request.data
-        body = TransitionRequestSerializer(data=data)
-        body.is_valid(raise_exception=True)
-        # The services scope by tenant and agent; the API scope also holds an agent to its purposes.
-        if not record_queryset(actor).filter(pk=pk).exists():
-            raise RecordNotFound("No such memory in your scope.")
-        service = TRANSITION_SERVICES[self.action]
-        record = service(record_id=pk, actor=actor, **body.validated_data)
+        body = validated(TransitionSerializer, data, detail="The request is invalid: see errors.")
+        record = TRANSITION_SERVICES[self.action](record_id=pk, actor=actor, **body)
         return _record_response(actor, record.pk)
 
     _transition_schema = dict(
-        request=TransitionRequestSerializer,
+        request=TransitionSerializer,
         responses={200: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 409)}},
     )
 

@@ -57,8 +57,8 @@ def test_purpose_not_allowed_is_denied(credential):
 
 def test_bad_recall_requests_are_validation_errors(credential):
     with pytest.raises(ValidationFailed) as exc:
-        parse_recall({"purpose": "support", "limit": 0, "kinds": ["nope"], "tenant": "x"})
-    assert {"limit", "kinds", "tenant"} <= set(exc.value.errors)
+        parse_recall({"purpose": "support", "limit": 0, "kinds": ["nope"], "everything": True})
+    assert {"limit", "kinds", "everything"} <= set(exc.value.errors)
 
 
 def test_recall_marks_last_used(write, credential):

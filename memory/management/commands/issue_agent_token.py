@@ -14,6 +14,8 @@ class Command(BaseCommand):
         parser.add_argument("--can-forget", action="store_true")
         parser.add_argument("--can-confirm", action="store_true")
         parser.add_argument("--can-assert-operator", action="store_true")
+        parser.add_argument("--can-import-trusted", action="store_true",
+                            help="Document and import claims with user or operator authority skip review (a trusted migration).")
         parser.add_argument("--label", default="")
 
     def handle(self, *args, **options):
@@ -26,7 +28,7 @@ class Command(BaseCommand):
             credential, raw = AgentCredential.issue(
                 agent=agent, purposes=purposes, label=options["label"],
                 can_forget=options["can_forget"], can_confirm=options["can_confirm"],
-                can_assert_operator=options["can_assert_operator"],
+                can_assert_operator=options["can_assert_operator"], can_import_trusted=options["can_import_trusted"],
             )
         self.stdout.write(f"Issued token {credential.token_hint}… for {agent} (purposes: {', '.join(credential.purposes)})")
         self.stdout.write(raw)
