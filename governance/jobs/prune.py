@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.apps import apps
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connections, models, router, transaction
 from django.db.models import Q
 
 from governance.models import ForgetRequest, JobRun
@@ -86,7 +86,14 @@ def _delete_records(ids: list[uuid.UUID]) -> Counter:
     # QuerySet.delete() would send post_delete per record, on which django-simple-history writes
     # a '-' history row copying the content we are removing; every reference is gone by now, so
     # a plain DELETE is all that is left to do.
-    MemoryRecord.objects.filter(pk__in=ids)._raw_delete(MemoryRecord.objects.db)
+    connection = connections[router.db_for_write(MemoryRecord)]
+    pk = MemoryRecord._meta.pk
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {quote(MemoryRecord._meta.db_table)} WHERE {quote(pk.column)} IN ({', '.join(['%s'] * len(ids))})",
+            [pk.get_db_prep_value(record_id, connection) for record_id in ids],
+        )
     return counts
 
 
