@@ -48,3 +48,14 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_pair(name: str) -> tuple[str, str] | None:
+    """`NAME=first,second` as a 2-tuple (e.g. SECURE_PROXY_SSL_HEADER); unset or empty is None."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    parts = [part.strip() for part in raw.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise ImproperlyConfigured(f"{name} must be two values separated by a comma, got {raw!r}")
+    return parts[0], parts[1]

@@ -1,12 +1,16 @@
 """One structured log line per request: id, method, path (no query string: it may carry a
-subject), status, duration and who called. Never bodies, never content. And a filter on the log
-handler that keeps an exception's type and code locations but drops its message, which can quote a
-row (PostgreSQL's "Failing row contains (...)")."""
+subject), status, duration and who called. Never bodies, never content. And two filters on the log
+handler: one keeps an exception's type and code locations but drops its message, which can quote a
+row (PostgreSQL's "Failing row contains (...)"); the other replaces the request Django attaches to
+its own records (django.request, django.security.*) by its method and path: the JSON formatter
+would print the request's repr, query string (and so a subject) included."""
 
 import logging
 import time
 import traceback
 import uuid
+
+from django.http import HttpRequest
 
 logger = logging.getLogger("governed_memory.request")
 
@@ -52,4 +56,17 @@ class RedactExceptionFilter(logging.Filter):
             record.code_locations = "".join(traceback.format_tb(exc.__traceback__))
             record.exc_info = None
             record.exc_text = None
+        return True
+
+
+class RequestPathFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = record.__dict__.pop("request", None)
+        if isinstance(request, HttpRequest):
+            record.method = request.method
+            record.path = request.path
+            request_id = getattr(request, "request_id", None)
+            if request_id:
+                record.request_id = request_id
+        # Anything else under that name (runserver passes its socket) is dropped too.
         return True

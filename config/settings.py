@@ -1,20 +1,31 @@
 """Settings read from the environment, with embedded defaults that run on a laptop.
 
-APP_ENV=production switches on the production checks: a real SECRET_KEY and explicit
-ALLOWED_HOSTS are required, DEBUG defaults to off.
+APP_ENV is `development` (the default) or `production`; anything else is refused. Production
+requires a real SECRET_KEY and explicit ALLOWED_HOSTS, turns DEBUG off and HTTPS on (redirect,
+HSTS, secure cookies): `manage.py check --deploy --fail-level WARNING` passes with the variables
+the README lists (tests/config/test_deploy.py runs it).
 """
 
 from pathlib import Path
 
 import dj_database_url
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX,
+    SECRET_KEY_MIN_LENGTH,
+    SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+)
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_pair, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("APP_VAR_DIR", str(BASE_DIR / "var")))
 
+APP_ENVS = ("development", "production")
 APP_ENV = env_str("APP_ENV", "development")
+if APP_ENV not in APP_ENVS:
+    # A typo ("prod", "Production") must not silently mean development: DEBUG and the public key.
+    raise ImproperlyConfigured(f"APP_ENV must be one of {', '.join(APP_ENVS)}; got {APP_ENV!r}.")
 PRODUCTION = APP_ENV == "production"
 _DEV_SECRET = "dev-insecure-secret-key-do-not-use-in-production"
 
@@ -24,13 +35,35 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "1
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 if PRODUCTION:
-    if not SECRET_KEY or SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < 32:
-        raise ImproperlyConfigured("APP_ENV=production needs SECRET_KEY set to a random value of 32+ characters.")
+    # The rule Django's deploy check applies to a key (security.W009), refused at start instead.
+    if (not SECRET_KEY or SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
+            or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS or SECRET_KEY.startswith(SECRET_KEY_INSECURE_PREFIX)):
+        raise ImproperlyConfigured(
+            f"APP_ENV=production needs SECRET_KEY set to a random value of {SECRET_KEY_MIN_LENGTH}+ characters, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+        )
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("APP_ENV=production needs ALLOWED_HOSTS.")
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- HTTPS: on by default in production, each part can be turned off from the environment ---
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+# Probes and scrapers inside the network speak plain HTTP: /health/ and /metrics (routed in
+# governance/ops/urls.py) answer as they are. Patterns match the path without its leading slash.
+SECURE_REDIRECT_EXEMPT = [r"^health/$", r"^metrics$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
+# Behind a proxy that terminates TLS: the request header (as a request.META key) and the value that
+# mean "the client used HTTPS", e.g. HTTP_X_FORWARDED_PROTO,https. Only set it when the proxy
+# overwrites that header on every request; otherwise a client could claim HTTPS.
+SECURE_PROXY_SSL_HEADER = env_pair("SECURE_PROXY_SSL_HEADER")
+if SECURE_PROXY_SSL_HEADER and not SECURE_PROXY_SSL_HEADER[0].startswith("HTTP_"):
+    raise ImproperlyConfigured(
+        "SECURE_PROXY_SSL_HEADER names the header as Django sees it: HTTP_ + upper case with underscores, "
+        f"e.g. HTTP_X_FORWARDED_PROTO,https; got {SECURE_PROXY_SSL_HEADER[0]!r}."
+    )
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PRODUCTION)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", PRODUCTION)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -121,11 +154,19 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 
 REDIS_URL = env_str("REDIS_URL") or None
 
+# One cache for every process (web workers, Celery): rate limits are per token, not per worker.
+# Redis when REDIS_URL is set; else files under VAR_DIR, shared by every process on the machine.
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "gm"}
         if REDIS_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        else {
+            "BACKEND": "config.cache.FileCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+            # Django culls a random third of the entries past MAX_ENTRIES (300 by default), which
+            # would reset some tokens' rate-limit windows.
+            "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 10_000)},
+        }
     )
 }
 
@@ -243,12 +284,22 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "filters": {"redact_exceptions": {"()": "config.request_log.RedactExceptionFilter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["redact_exceptions"]}},
+    "filters": {
+        "redact_exceptions": {"()": "config.request_log.RedactExceptionFilter"},
+        "request_path_only": {"()": "config.request_log.RequestPathFilter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["redact_exceptions", "request_path_only"]},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # Django's own handlers (a plain-text console line with the traceback under DEBUG, mail to
+        # ADMINS) go: its records propagate to the one JSON handler above.
+        "django": {"handlers": [], "level": LOG_LEVEL},
         "django.db.backends": {"level": "WARNING"},
-        # Django's request logger would print the path; ours logs a structured line instead.
+        # Our middleware logs every request (path only); Django adds a line for server errors.
         "django.request": {"level": "ERROR"},
+        # runserver's access line repeats the request line, query string included.
+        "django.server": {"handlers": [], "level": "ERROR", "propagate": False},
     },
 }

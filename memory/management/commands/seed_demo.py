@@ -1,12 +1,14 @@
 """Demo data: a tenant `acme` with an agent, a reviewer, an admin, and memories in every state a
 reviewer meets (active, quarantined, stale for the drift queue, about to expire). Safe to re-run:
-memories are only written once; a fresh agent token is printed each time (tokens are stored hashed)."""
+memories are only written once; a fresh agent token is printed each time (tokens are stored hashed).
+Refused with APP_ENV=production: it sets well-known passwords on the `admin` and `reviewer` users."""
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
@@ -47,6 +49,11 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, **options):
+        if settings.PRODUCTION:
+            raise CommandError(
+                "seed_demo refuses to run with APP_ENV=production: it resets the passwords of the 'admin' and "
+                "'reviewer' users to public demo values. Nothing was changed."
+            )
         User = get_user_model()
         with transaction.atomic():
             tenant, _ = Tenant.objects.get_or_create(slug="acme", defaults={"name": "Acme Corp"})
