@@ -214,6 +214,7 @@ MEMORY_RECALL_CANDIDATES = env_int("MEMORY_RECALL_CANDIDATES", 200)
 MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
+FORGET_FINGERPRINT_KEY = env_str("FORGET_FINGERPRINT_KEY", "")  # HMAC key of forgotten subjects (memory.fingerprints); empty = derived from SECRET_KEY
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 72)  # the prune job deletes older keys
 
 # --- Celery: Redis when REDIS_URL is set, else a filesystem broker that needs no server ---

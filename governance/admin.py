@@ -53,7 +53,8 @@ class ForgetRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ["tenant"]
     date_hierarchy = "requested_at"
     # `records` (possibly thousands of ids) is left out; `affected` counts them.
-    fields = ["id", "tenant", "subject", "reason", "requested_by", "requested_by_user", "status", "affected",
+    fields = ["id", "tenant", "subject", "reason", "requested_by", "requested_by_user", "requested_by_agent",
+              "requested_by_credential", "status", "affected",
               "lineage_affected", "requested_at", "completed_at"]
     readonly_fields = fields
     inlines = [PropagationReceiptInline]

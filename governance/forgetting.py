@@ -8,8 +8,16 @@ receipt updates, so a run killed mid-way resumes where it stopped and counts not
 artifact purges only what still holds content, so a repeat removes 0). When every chunk is done
 the request is `completed`.
 
+Provenance strings (source URI, session id, turn id, tool, source version) are content too, and
+so is the subject: where a record's content is removed, so are they, and the subject is replaced by
+its keyed fingerprint (memory.fingerprints), so a later forget of the same subject still finds the
+rows. The request itself keeps the subject as filed until it completes; the `forget_request`
+artifact then fingerprints it too.
+
 An artifact is any object with a `name`, a `covers` tuple (labels of the models whose rows it
-cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`. A new
+cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`. One with
+`at_completion = True` runs once, after every chunk, in the transaction that completes the
+request (with no record ids). A new
 derived store (embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from
 its AppConfig.ready():
 
@@ -34,10 +42,11 @@ from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from governance.models import DedupProposal, ForgetRequest, PropagationReceipt
+from governance.models import DedupProposal, ForgetRequest, ForgetTombstone, PropagationReceipt
+from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
 from memory.models import IdempotencyKey, MemoryRecord, Status
 
 logger = logging.getLogger("governance.forgetting")
@@ -73,9 +82,36 @@ def registered_artifacts() -> tuple[ForgetArtifact, ...]:
 # --------------------------------------------------------------------------------------------
 # the built-in artifacts
 
+# A record's provenance strings: where the claim came from, which can name or point at a person as
+# well as the content can. Blanked wherever the content is.
+PROVENANCE_STRING_FIELDS = ("source_uri", "session_id", "turn_id", "tool", "source_version")
+
 
 def _history_model():
     return MemoryRecord.history.model
+
+
+def scrub_rows(rows: QuerySet, *, blank: tuple[str, ...]) -> int:
+    """One UPDATE over the rows of `rows` (a model with `tenant_id` and `subject`) that still hold
+    something: the `blank` fields emptied and the subject replaced by its keyed fingerprint.
+    Returns how many rows changed (0 on a repeat). The fingerprint is an HMAC, which neither
+    database computes, so it is worked out here once per distinct (tenant, subject): a handful per
+    chunk."""
+    plain = {
+        (tenant_id, subject) for tenant_id, subject in rows.order_by().values_list("tenant_id", "subject").distinct()
+        if not is_subject_fingerprint(subject)
+    }
+    holding = Q(subject__in={subject for _, subject in plain})
+    for field in blank:
+        holding |= ~Q(**{field: ""})
+    changes: dict = {field: "" for field in blank}
+    if plain:
+        changes["subject"] = Case(
+            *[When(tenant_id=tenant_id, subject=subject, then=Value(subject_fingerprint(tenant_id, subject)))
+              for tenant_id, subject in sorted(plain)],
+            default=F("subject"),
+        )
+    return rows.filter(holding).update(**changes)
 
 
 class SearchVectorArtifact:
@@ -111,18 +147,22 @@ class RecordContentArtifact:
     def purge(self, request, record_ids):
         # Not a status change (the record is already `forgotten`, with its history row), so a
         # set-based update without history is right; the history rows are scrubbed separately.
-        removed = (
-            MemoryRecord.objects.filter(pk__in=record_ids, status=Status.FORGOTTEN).exclude(content="").update(content="")
-            if record_ids else 0
-        )
-        return removed, "Content blanked on the forgotten records (derived ones included); content_hash kept."
+        if not record_ids:
+            return 0, self._note
+        forgotten = MemoryRecord.objects.filter(pk__in=record_ids, status=Status.FORGOTTEN)
+        return scrub_rows(forgotten, blank=("content", *PROVENANCE_STRING_FIELDS)), self._note
+
+    _note = ("Content and provenance strings (source URI, session, turn, tool, source version) blanked on the "
+             "forgotten records, derived ones included; subject replaced by its keyed fingerprint; content_hash, "
+             "source type and times kept.")
 
 
 class HistoryRowsArtifact:
-    """Every django-simple-history row of the records. `content` is the copy; `history_note` is a
-    reviewer's free text, which may quote the content ("rejected: says ..."), so it is blanked too.
-    The transition name (history_change_reason), the actor, the user and the time stay: the audit
-    trail still shows who did what and when, just not what the memory said."""
+    """Every django-simple-history row of the records. `content` and the provenance strings are
+    the copy; `history_note` is a reviewer's free text, which may quote the content ("rejected:
+    says ..."), so it is blanked too; the subject becomes its fingerprint, as on the record. The
+    transition name (history_change_reason), the actor, the user and the time stay: the audit
+    trail still shows who did what and when, just not what the memory said or where from."""
 
     name = "history_rows"
 
@@ -133,15 +173,11 @@ class HistoryRowsArtifact:
     def purge(self, request, record_ids):
         if not record_ids:
             return 0, self._note
-        removed = (
-            _history_model().objects.filter(id__in=record_ids)
-            .filter(~Q(content="") | ~Q(history_note=""))
-            .update(content="", history_note="")
-        )
-        return removed, self._note
+        rows = _history_model().objects.filter(id__in=record_ids)
+        return scrub_rows(rows, blank=("content", "history_note", *PROVENANCE_STRING_FIELDS)), self._note
 
-    _note = ("Content and reviewer notes blanked in every historical row; transition names, actors and times "
-             "kept.")
+    _note = ("Content, provenance strings and reviewer notes blanked in every historical row, subject replaced by "
+             "its keyed fingerprint; transition names, actors and times kept.")
 
 
 class IdempotencyKeysArtifact:
@@ -168,24 +204,26 @@ class CacheArtifact:
         return 0, "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters and dashboard counts)."
 
 
-class DedupDecisionNotesArtifact:
-    """A dedup proposal holds ids, versions and a score, but also the reviewer's free-text decision
-    note, which may quote the records it compared; the note is blanked on every proposal that
-    involves a forgotten record (keep or drop). The decision itself stays."""
+class DedupProposalsArtifact:
+    """A dedup proposal holds ids, versions and a score, but also the scope's subject and the
+    reviewer's free-text decision note, which may quote the records it compared. On every proposal
+    that involves a forgotten record (keep or drop) the note is blanked and the subject replaced by
+    its fingerprint. The decision itself stays."""
 
-    name = "dedup_decision_notes"
+    name = "dedup_proposals"
     covers = ("governance.DedupProposal",)
 
     def purge(self, request, record_ids):
         if not record_ids:
             return 0, self._note
-        removed = (
+        involved = (
             DedupProposal.objects.filter(Q(keep_id__in=record_ids) | Q(drops__record_id__in=record_ids))
-            .exclude(decision_note="").values_list("pk", flat=True).distinct()
+            .values_list("pk", flat=True).distinct()
         )
-        return DedupProposal.objects.filter(pk__in=list(removed)).update(decision_note=""), self._note
+        return scrub_rows(DedupProposal.objects.filter(pk__in=list(involved)), blank=("decision_note",)), self._note
 
-    _note = "Reviewer decision notes blanked on dedup proposals involving the records; decisions kept."
+    _note = ("Reviewer decision notes blanked on dedup proposals involving the records, subject replaced by its "
+             "keyed fingerprint; decisions kept.")
 
 
 FORGOTTEN_REPR = "forgotten memory"
@@ -226,9 +264,31 @@ class ExternalBackupsArtifact:
         )
 
 
+class ForgetRequestSubjectArtifact:
+    """The request itself: once everything else is done, its subject is replaced by the keyed
+    fingerprint, the same one the records and the tombstone keep, so a later request for the same
+    subject still finds them. Until then it keeps the subject as filed, which artifacts may match
+    on. The reason (the requester's reference, e.g. a ticket number) and the counts stay."""
+
+    name = "forget_request"
+    covers = ("governance.ForgetRequest",)
+    at_completion = True
+
+    def purge(self, request, record_ids):
+        subject = ForgetRequest.objects.filter(pk=request.pk).values_list("subject", flat=True).get()
+        fingerprint = subject_fingerprint(request.tenant_id, subject)
+        ForgetTombstone.objects.get_or_create(
+            tenant_id=request.tenant_id, subject_fingerprint=fingerprint, defaults={"forgotten_at": request.requested_at},
+        )
+        removed = ForgetRequest.objects.filter(pk=request.pk).exclude(subject=fingerprint).update(subject=fingerprint)
+        return removed, ("The request's subject replaced by its keyed fingerprint (as on the records and the tombstone); "
+                         "reason and counts kept.")
+
+
 for _artifact in (
     SearchVectorArtifact(), RecordContentArtifact(), HistoryRowsArtifact(), IdempotencyKeysArtifact(),
-    DedupDecisionNotesArtifact(), CacheArtifact(), AdminLogArtifact(), ExternalBackupsArtifact(),
+    DedupProposalsArtifact(), CacheArtifact(), AdminLogArtifact(), ExternalBackupsArtifact(),
+    ForgetRequestSubjectArtifact(),
 ):
     register_artifact(_artifact)
 
@@ -239,7 +299,6 @@ for _artifact in (
 # Models that reference records but hold no copy of their content, and why.
 CONTENT_FREE_REFERENCES: dict[str, str] = {
     "memory.MemoryRecord_derived_from": "pairs of record ids (derivation links)",
-    "governance.ForgetRequest": "the subject, the reason and counts; records only by id",
     "governance.ForgetRequest_records": "pairs of ids (request, record)",
     "governance.DedupProposalDrop": "ids and versions",
 }
@@ -278,6 +337,8 @@ def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
     """Purge one forget request's records from every artifact, chunk by chunk, and complete it.
     Safe to repeat: a completed request is left as it is; a half-done one resumes."""
     artifacts = tuple(artifacts if artifacts is not None else _ARTIFACTS)
+    per_chunk = [artifact for artifact in artifacts if not getattr(artifact, "at_completion", False)]
+    at_completion = [artifact for artifact in artifacts if getattr(artifact, "at_completion", False)]
     removed = {artifact.name: 0 for artifact in artifacts}
     if request.status != ForgetRequest.Status.PROPAGATING:
         return PropagationResult(request.pk, 0, removed, completed=False)
@@ -291,15 +352,23 @@ def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
             chunk = chunk.filter(memoryrecord_id__gt=last_id)
         record_ids = list(chunk.values_list("memoryrecord_id", flat=True)[:batch_size])
         if record_ids or records == 0:  # a request with no records still gets its receipts
-            for name, count in _purge_chunk(request, record_ids, artifacts).items():
+            for name, count in _purge_chunk(request, record_ids, per_chunk).items():
                 removed[name] += count
         records += len(record_ids)
         if len(record_ids) < batch_size:
             break
         last_id = record_ids[-1]
-    completed = ForgetRequest.objects.filter(pk=request.pk, status=ForgetRequest.Status.PROPAGATING).update(
-        status=ForgetRequest.Status.COMPLETED, completed_at=timezone.now(),
-    ) == 1
+    with transaction.atomic():
+        # The request row is locked so that two runs cannot both complete it (and count twice).
+        completed = ForgetRequest.objects.select_for_update().filter(
+            pk=request.pk, status=ForgetRequest.Status.PROPAGATING,
+        ).exists()
+        if completed:
+            for name, count in _purge_chunk(request, [], at_completion).items():
+                removed[name] += count
+            ForgetRequest.objects.filter(pk=request.pk).update(
+                status=ForgetRequest.Status.COMPLETED, completed_at=timezone.now(),
+            )
     logger.info("forget request propagated", extra={
         "forget_request_id": str(request.pk), "records": records, "removed": removed,
         "duration_ms": round((time.monotonic() - started) * 1000, 1),

@@ -1,17 +1,22 @@
 """The processes around records: forget requests and their receipts, tombstones of forgotten
 subjects, job runs (proof that the schedule ran) and deduplication proposals."""
 
-import hashlib
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from memory.models import Agent, MemoryKind, MemoryRecord, Tenant
+from memory.fingerprints import is_subject_fingerprint
+from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Tenant
 
 
 class ForgetRequest(models.Model):
+    """One request to forget a subject in a tenant. `subject` is the subject as filed until
+    propagation replaces it with its keyed fingerprint (memory.fingerprints), like the records'.
+    The requester is referenced by key: an agent's requests are read back by its credential
+    (`requested_by` is only the label shown to people)."""
+
     class Status(models.TextChoices):
         PROPAGATING = "propagating"
         COMPLETED = "completed"
@@ -20,8 +25,13 @@ class ForgetRequest(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="forget_requests")
     subject = models.CharField(max_length=200)
     reason = models.CharField(max_length=500, blank=True)
-    requested_by = models.CharField(max_length=200, help_text="Actor label: agent:tenant/agent or user:name.")
+    requested_by = models.CharField(max_length=200, help_text="Actor label, for display only: agent:tenant/agent or user:name.")
     requested_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_by_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_by_credential = models.ForeignKey(
+        AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The token that filed it: an agent reads its forget requests back through this key.",
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPAGATING)
     affected = models.PositiveIntegerField(default=0, help_text="Records forgotten by this request, lineage included.")
     lineage_affected = models.PositiveIntegerField(default=0, help_text="Of which derived records (summaries) of the subject's records.")
@@ -39,6 +49,16 @@ class ForgetRequest(models.Model):
     def __str__(self) -> str:
         return f"forget {self.subject} ({self.status})"
 
+    @property
+    def subject_erased(self) -> bool:
+        """True once propagation replaced the subject with its fingerprint."""
+        return is_subject_fingerprint(self.subject)
+
+    @property
+    def subject_display(self) -> str:
+        """The subject as people see it: the filed subject, or a short form of its fingerprint."""
+        return f"erased subject {self.subject[:18]}…" if self.subject_erased else self.subject
+
 
 class PropagationReceipt(models.Model):
     """One per derived artifact per forget request: what was removed, when, or why it could not be."""
@@ -54,16 +74,14 @@ class PropagationReceipt(models.Model):
         constraints = [models.UniqueConstraint(fields=["forget_request", "artifact"], name="receipt_one_per_artifact")]
 
 
-def subject_fingerprint(tenant_slug: str, subject: str) -> str:
-    return hashlib.sha256(f"{tenant_slug}\x00{subject}".encode()).hexdigest()
-
-
 class ForgetTombstone(models.Model):
     """Content-free marker that a subject was forgotten, kept after pruning so that records
-    restored from a backup can be found (by the same fingerprint) and forgotten again."""
+    restored from a backup can be found (by the same fingerprint) and forgotten again. The
+    fingerprint is memory.fingerprints.subject_fingerprint: keyed, so it cannot be reversed by
+    hashing guessed subjects without the server's key."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="forget_tombstones")
-    subject_fingerprint = models.CharField(max_length=64)
+    subject_fingerprint = models.CharField(max_length=80)
     forgotten_at = models.DateTimeField()
 
     class Meta:

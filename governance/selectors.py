@@ -1,17 +1,26 @@
-"""Scoped reads for the governance processes: the size and oldest item of every review queue, and
-the last run of every scheduled job. The reviewer home page, the dashboard and /metrics all read
-them here, so the three always agree."""
+"""Scoped reads for the governance processes: forget requests as each caller may see them, the size
+and oldest item of every review queue, and the last run of every scheduled job. The reviewer home
+page, the dashboard and /metrics all read them here, so the three always agree."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min, OuterRef, Subquery
+from django.db.models import Count, Min, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from governance.models import DedupProposal, ForgetRequest, JobRun
 from memory.actors import Actor
 from memory.selectors import drift_queue, quarantine_queue
+
+
+def forget_requests_in_scope(actor: Actor) -> QuerySet[ForgetRequest]:
+    """Forget requests the actor may read: a reviewer those of their tenants; an agent token only
+    the ones it filed, matched by the credential's key (never by a display label)."""
+    requests = actor.in_tenants(ForgetRequest.objects.select_related("tenant"))
+    if actor.is_agent:
+        return requests.filter(requested_by_credential_id=actor.credential.pk)
+    return requests
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,7 @@ def queue_stats(actor: Actor, *, now: datetime | None = None) -> list[QueueStat]
     queues = [
         ("quarantine", quarantine_queue(actor), "created_at"),
         ("drift", drift_queue(actor, now=now), "confirmed_at"),
-        ("forget", actor.in_tenants(ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)), "requested_at"),
+        ("forget", forget_requests_in_scope(actor).filter(status=ForgetRequest.Status.PROPAGATING), "requested_at"),
         ("proposals", actor.in_tenants(DedupProposal.objects.filter(status=DedupProposal.Status.OPEN)), "created_at"),
     ]
     stats = []

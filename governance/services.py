@@ -6,10 +6,12 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from governance.models import ForgetRequest, ForgetTombstone, subject_fingerprint
+from governance.models import ForgetRequest, ForgetTombstone
 from memory.actors import Actor
 from memory.errors import ValidationFailed
-from memory.models import Tenant
+from memory.fingerprints import records_about, subject_fingerprint
+from memory.models import Status, Tenant
+from memory.selectors import records_in_scope
 from memory.services import memory_forget_subject
 
 logger = logging.getLogger("governance.forgetting")
@@ -28,7 +30,9 @@ def _propagate_soon() -> None:
 
 def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason: str = "") -> ForgetRequest:
     """Forget every record of `subject` in `tenant` now and open a request that propagation
-    completes. Idempotent in effect: a repeat finds nothing left and reports affected=0."""
+    completes. Idempotent in effect: a repeat finds nothing left and reports affected=0, and is
+    linked to the subject's records forgotten before (found by the subject's fingerprint once an
+    earlier request propagated), so its propagation re-checks that nothing of them is left."""
     subject = (subject or "").strip() if isinstance(subject, str) else ""
     errors = {}
     if not subject:
@@ -43,17 +47,24 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
         raise ValidationFailed("The forget request is invalid.", errors=errors)
     with transaction.atomic():
         outcome = memory_forget_subject(tenant_id=tenant.pk, subject=subject, actor=actor, reason=reason or "")
+        forgotten_before = (
+            records_about(records_in_scope(actor), tenant_id=tenant.pk, subject=subject)
+            .filter(status=Status.FORGOTTEN).values_list("pk", flat=True)
+        )
+        linked = list(dict.fromkeys([*outcome.record_ids, *forgotten_before]))
         request = ForgetRequest.objects.create(
             tenant=tenant, subject=subject, reason=reason or "", requested_by=actor.label,
             requested_by_user=actor.user if actor.is_human else None,
+            requested_by_agent=actor.credential.agent if actor.is_agent else None,
+            requested_by_credential=actor.credential if actor.is_agent else None,
             affected=len(outcome.record_ids), lineage_affected=outcome.lineage_count,
         )
         request.records.through.objects.bulk_create(
-            [request.records.through(forgetrequest_id=request.pk, memoryrecord_id=pk) for pk in outcome.record_ids],
+            [request.records.through(forgetrequest_id=request.pk, memoryrecord_id=pk) for pk in linked],
             batch_size=1000,
         )
         ForgetTombstone.objects.get_or_create(
-            tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.slug, subject),
+            tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.pk, subject),
             defaults={"forgotten_at": timezone.now()},
         )
         transaction.on_commit(_propagate_soon)

@@ -31,7 +31,9 @@ class PropagationReceiptSerializer(serializers.Serializer):
 class ForgetRequestSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     tenant = serializers.CharField(source="tenant.slug")
-    subject = serializers.CharField()
+    subject = serializers.CharField(
+        help_text="The subject as filed; once propagation completes, its keyed fingerprint (`forgotten:<hex>`): the "
+                  "subject is personal data and is not kept. Forgetting the same subject again still matches it.")
     status = serializers.CharField()
     affected = serializers.IntegerField(help_text="Records forgotten by this request, derived records included.")
     lineage_affected = serializers.IntegerField(help_text="Of which derived records (summaries, merges).")

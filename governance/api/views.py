@@ -26,6 +26,7 @@ from governance.api.serializers import (
 from governance.dedup.selectors import proposal_queue, proposals_in_scope
 from governance.dedup.services import proposal_accept, proposal_reject, proposal_rollback, regret_counts
 from governance.models import DedupProposal, ForgetRequest
+from governance.selectors import forget_requests_in_scope
 from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.api.authentication import request_actor
@@ -35,14 +36,6 @@ from memory.errors import RecordNotFound, ValidationFailed
 from memory.models import Tenant
 from memory.selectors import tenants_in_scope
 from memory.services import reject_foreign_scope
-
-
-def forget_request_queryset(actor: Actor) -> QuerySet[ForgetRequest]:
-    """Forget requests the actor may read: an agent its own agent's, a reviewer those of their tenants."""
-    qs = ForgetRequest.objects.select_related("tenant").prefetch_related("receipts")
-    if actor.is_agent:
-        return qs.filter(tenant_id=actor.credential.agent.tenant_id, requested_by=actor.label)
-    return actor.in_tenants(qs)
 
 
 def _tenant_for(actor: Actor, data: dict) -> Tenant:
@@ -71,7 +64,7 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def get_queryset(self) -> QuerySet[ForgetRequest]:
         if getattr(self, "swagger_fake_view", False):
             return ForgetRequest.objects.none()
-        return forget_request_queryset(request_actor(self.request))
+        return forget_requests_in_scope(request_actor(self.request)).prefetch_related("receipts")
 
     @extend_schema(
         summary="Forget a subject (agents with the forget capability, reviewers)",
@@ -84,10 +77,13 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         body = ForgetRequestInputSerializer(data=data)
         body.is_valid(raise_exception=True)
         tenant = _tenant_for(actor, body.validated_data)
-        forget_request = forget_request_create(
+        filed = forget_request_create(
             actor=actor, tenant=tenant, subject=body.validated_data["subject"], reason=body.validated_data["reason"],
         )
-        forget_request = self.get_queryset().get(pk=forget_request.pk)
+        forget_request = self.get_queryset().get(pk=filed.pk)
+        # The answer names the subject as filed, even if a worker already completed the request
+        # (and replaced the stored subject by its fingerprint) before this read.
+        forget_request.subject = filed.subject
         return Response(
             ForgetRequestSerializer(forget_request).data, status=status.HTTP_202_ACCEPTED,
             headers={"Location": f"{request.path}{forget_request.pk}/"},

@@ -24,14 +24,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
-from governance.models import ForgetRequest
 from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
-from governance.selectors import last_job_runs, queue_stats
+from governance.selectors import forget_requests_in_scope, last_job_runs, queue_stats
 from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFailed
 from memory.filters import MemoryRecordFilter
+from memory.fingerprints import records_about
 from memory.models import Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
 from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
 from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
@@ -371,19 +371,14 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
 
 @reviewer_required
 def forget_list(request: HttpRequest) -> HttpResponse:
-    requests_ = (
-        ForgetRequest.objects.filter(tenant__in=tenants_in_scope(request.actor))
-        .select_related("tenant").annotate(receipt_count=Count("receipts")).order_by("-requested_at")
-    )
+    requests_ = forget_requests_in_scope(request.actor).annotate(receipt_count=Count("receipts")).order_by("-requested_at")
     page = Paginator(requests_, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     return render_page(request, "review/forget_list.html", {"nav": "forget", "page": page})
 
 
 @reviewer_required
 def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
-    forget_request = get_object_or_404(
-        ForgetRequest.objects.filter(tenant__in=tenants_in_scope(request.actor)).select_related("tenant"), pk=pk
-    )
+    forget_request = get_object_or_404(forget_requests_in_scope(request.actor), pk=pk)
     return render_page(request, "review/forget_detail.html", {
         "nav": "forget", "forget_request": forget_request, "receipts": list(forget_request.receipts.all()),
     })
@@ -406,7 +401,7 @@ def forget_new(request: HttpRequest) -> HttpResponse:
                      status=200 if form.is_valid() else 400)
     tenant, subject, reason = form.cleaned_data["tenant"], form.cleaned_data["subject"], form.cleaned_data["reason"]
     if step != "confirm":
-        matching = records_in_scope(actor).filter(tenant=tenant, subject=subject).exclude(status=Status.FORGOTTEN)
+        matching = records_about(records_in_scope(actor), tenant_id=tenant.pk, subject=subject).exclude(status=Status.FORGOTTEN)
         return render_page(request, "review/forget_confirm.html", {
             "nav": "forget", "form": form, "tenant": tenant, "subject": subject, "reason": reason,
             "record_count": matching.count(),

@@ -3,7 +3,9 @@
 import pytest
 from django.utils import timezone
 
+from governance.jobs import run_job
 from governance.models import ForgetRequest, PropagationReceipt
+from memory.fingerprints import subject_fingerprint
 from memory.models import MemoryRecord
 from tests.api.conftest import FORGET, UNTRUSTED, assert_problem, recall_ids
 
@@ -78,3 +80,45 @@ def test_recall_stops_returning_the_subject_in_the_same_request(write, agent_cli
     assert recall_ids(agent_client, query="phone") != []
     agent_client.post(FORGET, {"subject": "customer/zed"})
     assert recall_ids(agent_client, query="phone") == []
+
+
+def test_an_agent_reads_back_only_the_forget_requests_its_own_token_filed(write, agent_client, credential, tenant, make_credential, client_for):
+    write(subject="customer/zed")
+    created = agent_client.post(FORGET, {"subject": "customer/zed"}).json()
+    request = ForgetRequest.objects.get(pk=created["id"])
+    assert (request.requested_by_credential, request.requested_by_agent) == (credential, credential.agent)
+    assert agent_client.get(f"{FORGET}{created['id']}/").status_code == 200
+
+    same_agent_other_token = client_for(make_credential(tenant, purposes=("billing",), can_forget=True))
+    assert_problem(same_agent_other_token.get(f"{FORGET}{created['id']}/"), 404)
+    # The display label grants nothing: a request that merely carries the agent's label is not its own.
+    labelled = ForgetRequest.objects.create(tenant=tenant, subject="customer/zed", requested_by=request.requested_by)
+    assert_problem(agent_client.get(f"{FORGET}{labelled.pk}/"), 404)
+
+
+def test_an_agent_forget_stays_within_its_tokens_purposes(write, agent_client, tenant, make_credential):
+    billing = make_credential(tenant, purposes=("billing",))
+    other_purpose = write(credential_=billing, subject="customer/zed", purpose="billing")
+    mine = write(subject="customer/zed")
+    response = agent_client.post(FORGET, {"subject": "customer/zed"})
+    assert response.json()["affected"] == 1
+    assert dict(MemoryRecord.objects.filter(pk__in=[mine.pk, other_purpose.pk]).values_list("pk", "status")) == {
+        mine.pk: "forgotten", other_purpose.pk: "active",
+    }
+
+
+def test_after_propagation_the_request_shows_a_fingerprint_and_forgetting_again_still_matches(write, agent_client, tenant):
+    record = write(subject="customer/zed", provenance={"uri": "https://crm.example.com/zed", "tool": None})
+    created = agent_client.post(FORGET, {"subject": "customer/zed"}).json()
+    assert created["subject"] == "customer/zed"  # as filed
+    run_job("propagate_forgets")
+
+    shown = agent_client.get(f"{FORGET}{created['id']}/").json()
+    assert shown["status"] == "completed" and shown["subject"] == subject_fingerprint(tenant.pk, "customer/zed")
+    assert "customer/zed" not in str(shown) and "crm.example.com" not in str(shown)
+    record.refresh_from_db()
+    assert (record.subject, record.source_uri) == (shown["subject"], "")
+
+    again = agent_client.post(FORGET, {"subject": "customer/zed"})
+    assert (again.status_code, again.json()["affected"], again.json()["subject"]) == (202, 0, "customer/zed")
+    assert list(ForgetRequest.objects.get(pk=again.json()["id"]).records.values_list("pk", flat=True)) == [record.pk]

@@ -14,16 +14,19 @@ from django.core.management import call_command
 from django.db import connection
 
 from governance import forgetting
-from governance.forgetting import FORGOTTEN_REPR, propagate_forget_request, registered_artifacts, uncovered_references
+from governance.forgetting import (
+    FORGOTTEN_REPR, PROVENANCE_STRING_FIELDS, propagate_forget_request, registered_artifacts, uncovered_references,
+)
 from governance.jobs import run_job
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, JobRun, PropagationReceipt
 from governance.services import forget_request_create
+from memory.fingerprints import subject_fingerprint
 from memory.models import IdempotencyKey, MemoryRecord, Status
 from memory.services import memory_promote, memory_supersede
 
 SUBJECT = "customer/erin"
-BUILT_IN_ARTIFACTS = ["search_vector", "record_content", "history_rows", "idempotency_keys", "dedup_decision_notes",
-                      "cache", "admin_log", "golden_questions", "external_backups"]
+BUILT_IN_ARTIFACTS = ["search_vector", "record_content", "history_rows", "idempotency_keys", "dedup_proposals",
+                      "cache", "admin_log", "golden_questions", "external_backups", "forget_request"]
 
 
 def canary() -> str:
@@ -122,26 +125,35 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     removed = dict(request.receipts.values_list("artifact", "removed"))
     expected_vectors = 4 if connection.vendor == "postgresql" else 0
     assert removed == {"search_vector": expected_vectors, "record_content": 4, "history_rows": history_rows,
-                       "idempotency_keys": 1, "dedup_decision_notes": 1, "cache": 0, "admin_log": 1,
-                       "golden_questions": 0, "external_backups": 0}
+                       "idempotency_keys": 1, "dedup_proposals": 1, "cache": 0, "admin_log": 1,
+                       "golden_questions": 0, "external_backups": 0, "forget_request": 1}
     assert run.counts["removed_history_rows"] == history_rows
 
+    fingerprints = {subject_fingerprint(tenant.pk, SUBJECT), subject_fingerprint(tenant.pk, "digest/weekly")}
     for record in MemoryRecord.objects.filter(pk__in=ids):
         assert (record.status, record.content, record.content_hash) == (Status.FORGOTTEN, "", hashes[record.pk])
+        assert record.subject in fingerprints
+        assert [getattr(record, field) for field in PROVENANCE_STRING_FIELDS] == [""] * 5
     rows = history.objects.filter(id__in=ids)
-    assert set(rows.values_list("content", "history_note")) == {("", "")}
+    assert set(rows.values_list("content", "history_note", *PROVENANCE_STRING_FIELDS)) == {("",) * 7}
+    assert set(rows.values_list("subject", flat=True)) == fingerprints
     assert "review.promote" in set(rows.values_list("history_change_reason", flat=True))  # the audit trail stays
     assert not IdempotencyKey.objects.filter(record_id__in=ids).exists()
     assert IdempotencyKey.objects.filter(record=untouched).exists()
     entry = LogEntry.objects.get(object_id=str(records["kept"].pk))
     assert (entry.object_repr, entry.change_message, entry.action_flag) == (FORGOTTEN_REPR, "", CHANGE)
-    assert DedupProposal.objects.values_list("decision_note", "status").get() == ("", DedupProposal.Status.REJECTED)
+    assert DedupProposal.objects.values_list("decision_note", "subject", "status").get() == (
+        "", subject_fingerprint(tenant.pk, SUBJECT), DedupProposal.Status.REJECTED)
+    request.refresh_from_db()
+    assert request.subject == subject_fingerprint(tenant.pk, SUBJECT) and request.reason == "erasure"
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM memory_memoryrecord WHERE id = ANY(%s) AND length(search_vector) > 0", [ids])
             assert cursor.fetchone()[0] == 0
     untouched.refresh_from_db()
-    assert untouched.content == "Unrelated."
+    assert (untouched.content, untouched.subject, untouched.session_id) == ("Unrelated.", "customer/frank", "s-1")
+    assert history.objects.filter(id=untouched.pk).values_list("subject", "source_uri").get() == (
+        "customer/frank", untouched.source_uri) and untouched.source_uri
     backups = request.receipts.get(artifact="external_backups")
     ages_out = (request.requested_at + timedelta(days=35)).strftime("%Y-%m-%d")
     assert f"age out by {ages_out} (MEMORY_BACKUP_RETENTION_DAYS=35)" in backups.note
@@ -167,7 +179,9 @@ def test_a_request_with_nothing_to_forget_still_completes_with_every_receipt(ten
     run_job("propagate_forgets")
     request.refresh_from_db()
     assert request.status == ForgetRequest.Status.COMPLETED
-    assert dict(request.receipts.values_list("artifact", "removed")) == {name: 0 for name in BUILT_IN_ARTIFACTS}
+    # nothing anywhere, but the subject the request was filed with is still personal data
+    assert dict(request.receipts.values_list("artifact", "removed")) == {name: 0 for name in BUILT_IN_ARTIFACTS} | {"forget_request": 1}
+    assert request.subject == subject_fingerprint(tenant.pk, "customer/nobody")
 
 
 class FlakyStore:
@@ -228,7 +242,7 @@ def test_a_new_derived_store_registers_its_purge_and_gets_a_receipt(tenant, writ
     run_job("propagate_forgets")
     assert purged == [record.pk]
     names = list(request.receipts.order_by("id").values_list("artifact", flat=True))
-    assert names[-2:] == ["embeddings", "external_backups"]
+    assert names[-3:] == ["embeddings", "external_backups", "forget_request"]  # the request's own subject: last
     receipt = PropagationReceipt.objects.get(forget_request=request, artifact="embeddings")
     assert (receipt.removed, receipt.note) == (1, "Embedding vectors deleted.")
 

@@ -7,8 +7,9 @@ from django.utils import timezone
 
 from governance.jobs import run_job
 from governance.jobs.prune import prune
-from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun, subject_fingerprint
+from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun
 from governance.services import forget_request_create
+from memory.fingerprints import subject_fingerprint
 from memory.models import IdempotencyKey, MemoryKind, MemoryRecord, Status
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +98,7 @@ def test_forgotten_records_wait_for_propagation_then_go_and_the_tombstone_stays(
     request.refresh_from_db()
     assert request.status == ForgetRequest.Status.COMPLETED and request.records.count() == 0
     assert request.receipts.count() > 0 and request.affected == 2  # the request and its receipts remain
-    assert ForgetTombstone.objects.filter(tenant=tenant, subject_fingerprint=subject_fingerprint("acme", "customer/erin")).exists()
+    assert ForgetTombstone.objects.filter(tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.pk, "customer/erin")).exists()
 
 
 def test_old_job_runs_are_trimmed_but_each_jobs_last_success_is_kept(settings):

@@ -1,0 +1,55 @@
+"""Requests filed before forget requests named their requester by key and kept subjects as keyed
+fingerprints (memory.fingerprints):
+- `requested_by_agent` is filled from the `agent:<tenant>/<agent>` label. The credential that filed
+  them is not known, so agents read them back no more; reviewers still do.
+- Tombstones written with the old unkeyed sha256 are rewritten to the keyed fingerprint (the
+  requests still name the subject), and completed requests are reopened: the next
+  `propagate_forgets` run blanks what propagation then left behind (provenance strings) and
+  replaces the subject by its fingerprint on the records, their history, proposals and the request.
+"""
+
+import hashlib
+
+from django.db import migrations
+
+from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
+
+
+def backfill_requesting_agents(apps, schema_editor):
+    ForgetRequest = apps.get_model("governance", "ForgetRequest")
+    Agent = apps.get_model("memory", "Agent")
+    labels = ForgetRequest.objects.order_by().filter(requested_by__startswith="agent:").values_list("requested_by", flat=True).distinct()
+    for label in labels:
+        tenant_slug, _, agent_slug = label.removeprefix("agent:").partition("/")
+        agent = Agent.objects.filter(tenant__slug=tenant_slug, slug=agent_slug).first()
+        if agent is not None:
+            ForgetRequest.objects.filter(requested_by=label).update(requested_by_agent=agent)
+
+
+def key_the_fingerprints_and_reopen(apps, schema_editor):
+    ForgetRequest = apps.get_model("governance", "ForgetRequest")
+    ForgetTombstone = apps.get_model("governance", "ForgetTombstone")
+    filed = ForgetRequest.objects.order_by().values_list("tenant_id", "tenant__slug", "subject").distinct()
+    for tenant_id, tenant_slug, subject in filed:
+        if is_subject_fingerprint(subject):
+            continue
+        unkeyed = hashlib.sha256(f"{tenant_slug}\x00{subject}".encode()).hexdigest()
+        keyed = subject_fingerprint(tenant_id, subject)
+        old = ForgetTombstone.objects.filter(tenant_id=tenant_id, subject_fingerprint=unkeyed)
+        if ForgetTombstone.objects.filter(tenant_id=tenant_id, subject_fingerprint=keyed).exists():
+            old.delete()
+        else:
+            old.update(subject_fingerprint=keyed)
+    ForgetRequest.objects.filter(status="completed").update(status="propagating", completed_at=None)
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("governance", "0003_forget_requester_keys_and_keyed_fingerprints"),
+    ]
+
+    operations = [
+        migrations.RunPython(backfill_requesting_agents, migrations.RunPython.noop),
+        migrations.RunPython(key_the_fingerprints_and_reopen, migrations.RunPython.noop),
+    ]
