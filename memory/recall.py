@@ -28,7 +28,7 @@ from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
 from memory.models import AgentCredential, Authority, MemoryKind, MemoryRecord, Status
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
-from memory.validation import RecallRequestSerializer, validated
+from memory.validation import RecallQuerySerializer, validated
 
 AUTHORITY_WEIGHT = {Authority.OPERATOR: 1.0, Authority.USER: 0.8, Authority.THIRD_PARTY: 0.4, Authority.AGENT: 0.3}
 LEXICAL_WEIGHT = 3.0
@@ -67,9 +67,9 @@ class RecallResult:
 
 
 def parse_recall(data: Any) -> RecallQuery:
-    """A recall body (defined by `memory.validation.RecallRequestSerializer`) as a RecallQuery, or
+    """A recall body (defined by `memory.validation.RecallQuerySerializer`) as a RecallQuery, or
     ValidationFailed naming every field error."""
-    body = validated(RecallRequestSerializer, data, detail="The recall request is invalid: see errors.")
+    body = validated(RecallQuerySerializer, data, detail="The recall request is invalid: see errors.")
     return RecallQuery(query=body["query"], purpose=body["purpose"], subject=body.get("subject"), kinds=body.get("kinds"),
                        limit=body["limit"], token_budget=body.get("token_budget"))
 

@@ -116,15 +116,16 @@ def request_fingerprint(data: Any) -> str:
 
 def reject_foreign_scope(data: Any, credential: AgentCredential) -> Any:
     """Tenant and agent come from the token. A body naming another tenant or agent is a 403;
-    naming the token's own is allowed and dropped. Returns the body without those fields."""
+    naming the token's own is allowed and dropped. Returns the body without those fields (a null
+    stays, for the body's serializer to accept or refuse)."""
     if not isinstance(data, Mapping):
         return data
     agent = credential.agent
     own = {"tenant": agent.tenant.slug, "agent": agent.slug}
     for name, value in own.items():
-        if name in data and data[name] not in (None, value):
+        if data.get(name) is not None and data[name] != value:
             raise ScopeDenied(f"The body names another {name} than the token's.", errors={name: [f"Not your {name}."]})
-    return {key: value for key, value in data.items() if key not in own}
+    return {key: value for key, value in data.items() if key not in own or value is None}
 
 
 # Sources that carry someone else's words: claiming the user's or the operator's authority for them

@@ -343,7 +343,7 @@ class TransitionSerializer(StrictSerializer):
     note = note_field(help_text="Why; kept in the history row.")
 
 
-class RecallRequestSerializer(StrictSerializer):
+class RecallQuerySerializer(StrictSerializer):
     """The body of `POST /api/v1/recall/`."""
 
     query = StrictCharField(required=False, allow_blank=True, max_length=RECALL_QUERY_MAX_CHARS, default="",

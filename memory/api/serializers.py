@@ -7,7 +7,7 @@ from rest_framework import serializers
 from memory.models import Authority, SourceType, Status, Trust
 
 
-class ProvenanceSerializer(serializers.Serializer):
+class StoredProvenanceSerializer(serializers.Serializer):
     """Provenance as stored. A forgotten record's provenance strings are personal data too: they
     read as null (forget propagation also scrubs them from storage)."""
 
@@ -60,9 +60,9 @@ class MemoryRecordSerializer(serializers.Serializer):
         # The hash of forgotten content would still let a guess be confirmed.
         return None if record.is_forgotten else record.content_hash
 
-    @extend_schema_field(ProvenanceSerializer)
+    @extend_schema_field(StoredProvenanceSerializer)
     def get_provenance(self, record) -> dict:
-        return ProvenanceSerializer(record.provenance, context={"forgotten": record.is_forgotten}).data
+        return StoredProvenanceSerializer(record.provenance, context={"forgotten": record.is_forgotten}).data
 
     def get_quarantine_reason(self, record) -> str | None:
         return record.quarantine_reason or None
@@ -78,7 +78,7 @@ class RecallItemSerializer(serializers.Serializer):
     authority = serializers.CharField(source="record.authority")
     trust = serializers.CharField(source="record.trust")
     confidence = serializers.FloatField(source="record.confidence")
-    provenance = ProvenanceSerializer(source="record.provenance")
+    provenance = StoredProvenanceSerializer(source="record.provenance")
     created_at = serializers.DateTimeField(source="record.created_at")
     confirmed_at = serializers.DateTimeField(source="record.confirmed_at")
     expires_at = serializers.DateTimeField(source="record.expires_at")

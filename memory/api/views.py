@@ -2,12 +2,16 @@
 input -> `memory.services` / `memory.recall` -> output serializer. Scope comes from the token
 (or the reviewer's tenants), never from the body; records outside it are a 404."""
 
+from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,7 +26,7 @@ from memory.filters import MemoryRecordFilter
 from memory.models import MemoryRecord, Status
 from memory.recall import parse_recall, recall
 from memory.selectors import records_in_scope
-from memory.validation import MemoryWriteSerializer, RecallRequestSerializer, TransitionSerializer, validated
+from memory.validation import MemoryWriteSerializer, RecallQuerySerializer, TransitionSerializer, validated
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
 
@@ -63,8 +67,28 @@ def _record_response(actor: Actor, record_id, *, status_code: int = status.HTTP_
 
 
 class RecordPagination(PageNumberPagination):
+    """Pages of a list. A `page_size` that is not an integer from 1 to 200 is a 400, not silently
+    the default; a page past the end is a 404."""
+
     page_size_query_param = "page_size"
     max_page_size = 200
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw in (None, ""):
+            return self.page_size
+        if not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+            raise ValidationError({self.page_size_query_param: [f"Must be an integer from 1 to {self.max_page_size}."]})
+        return int(raw)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update(minimum=1, maximum=self.max_page_size)
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"].update(minimum=1)
+        return parameters
 
 
 TRANSITION_SERVICES = {
@@ -99,22 +123,26 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @extend_schema(
         summary="Write a memory",
         request=MemoryWriteSerializer,
-        parameters=[OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER,
+        parameters=[OpenApiParameter("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 200}, OpenApiParameter.HEADER,
                                      description="A retry with the same key and body returns the first result.")],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
     )
     def create(self, request: Request) -> Response:
-        result = services.memory_write(
-            credential=request.auth, data=request.data, idempotency_key=request.headers.get("Idempotency-Key"),
-        )
-        headers = {"Location": f"{request.path}{result.record.pk}/"}
-        if result.replayed:
-            headers["Idempotent-Replayed"] = "true"
-            return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
-        # A record written just now has its tenant, agent and kind attached, and no successor yet:
-        # serialize it as it is rather than reading it back.
-        result.record.superseded_by_id = None
-        return Response(MemoryRecordSerializer(result.record).data, status=status.HTTP_201_CREATED, headers=headers)
+        # The write commits only once its response has been produced: if serializing it failed,
+        # the client would get an error for a record that exists.
+        with transaction.atomic():
+            result = services.memory_write(
+                credential=request.auth, data=request.data, idempotency_key=request.headers.get("Idempotency-Key"),
+            )
+            headers = {"Location": f"{request.path}{result.record.pk}/"}
+            if result.replayed:
+                headers["Idempotent-Replayed"] = "true"
+                return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
+            # A record written just now has its tenant, agent and kind attached, and no successor yet:
+            # serialize it as it is rather than reading it back.
+            result.record.superseded_by_id = None
+            body = JSONRenderer().render(MemoryRecordSerializer(result.record).data)
+        return HttpResponse(body, status=status.HTTP_201_CREATED, headers=headers, content_type="application/json")
 
     @extend_schema(summary="List memories in your scope")
     def list(self, request: Request, *args, **kwargs) -> Response:
@@ -162,7 +190,7 @@ class RecallView(APIView):
 
     @extend_schema(
         summary="Recall memories for a task",
-        request=RecallRequestSerializer,
+        request=RecallQuerySerializer,
         responses={200: RecallResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
     )
     def post(self, request: Request) -> Response:
