@@ -44,49 +44,60 @@ def test_20_concurrent_confirms_with_the_same_version_give_one_200_and_19_409(wr
     assert confirmations.count() == 1
 
 
-def test_promoting_a_correction_while_its_subject_is_forgotten_never_deadlocks(credential, reviewer, client_for):
+def test_promoting_a_correction_while_its_subject_is_forgotten_never_deadlocks(credential, reviewer, client_for, monkeypatch):
     """Promote locks the correction and the record it corrects; forget locks every record of the
-    subject. Both take their locks in primary-key order, so racing them gives a 200 or a 409 for
-    the promotion and a 202 for the forget, never a 500 (a deadlock), whichever wins."""
+    subject. Both must take their locks in primary-key order. The promotion is slowed down once it
+    holds its locks, and the forget starts meanwhile: a promotion that locked the correction first
+    and the corrected record second would deadlock against the forget (PostgreSQL aborts one with
+    a 500) whenever the corrected record has the smaller key, which this test arranges."""
+    import time
+
     from memory import services
 
-    outcomes: list[tuple[int, int]] = []
-    for round_ in range(8):
-        subject = f"customer/race-{round_}"
+    check_applies = services._check_applies
+
+    def slow_promotion(record, name, expected_version):
+        check_applies(record, name, expected_version)
+        if name == "promote":
+            time.sleep(0.3)
+
+    monkeypatch.setattr(services, "_check_applies", slow_promotion)
+    for attempt in range(20):
+        subject = f"customer/race-{attempt}"
         original = services.memory_write(credential=credential, data=_body(subject)).record
         correction = services.memory_write(credential=credential, data=_body(
             subject, supersedes=str(original.pk), supersedes_version=1, authority="agent",
             provenance={"source_type": "agent_inference"},
         )).record
-        assert correction.status == "quarantined"
-        barrier = threading.Barrier(2)
-        statuses: dict[str, int] = {}
+        if str(original.pk) < str(correction.pk):
+            break
+    else:
+        pytest.fail("no pair with the corrected record's key first")
+    assert correction.status == "quarantined"
+    statuses: dict[str, int] = {}
 
-        def promote() -> None:
-            try:
-                barrier.wait()
-                statuses["promote"] = client_for(reviewer).post(
-                    f"{MEMORIES}{correction.pk}/promote/", {"expected_version": 1}, format="json").status_code
-            finally:
-                connection.close()
+    def promote() -> None:
+        try:
+            statuses["promote"] = client_for(reviewer).post(
+                f"{MEMORIES}{correction.pk}/promote/", {"expected_version": 1}, format="json").status_code
+        finally:
+            connection.close()
 
-        def forget() -> None:
-            try:
-                barrier.wait()
-                statuses["forget"] = client_for(reviewer).post(
-                    "/api/v1/forget/", {"subject": subject, "tenant": "acme"}, format="json").status_code
-            finally:
-                connection.close()
+    def forget() -> None:
+        try:
+            time.sleep(0.1)  # the promotion holds its first lock by now
+            statuses["forget"] = client_for(reviewer).post(
+                "/api/v1/forget/", {"subject": subject, "tenant": "acme"}, format="json").status_code
+        finally:
+            connection.close()
 
-        threads = [threading.Thread(target=promote), threading.Thread(target=forget)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        outcomes.append((statuses["promote"], statuses["forget"]))
-        assert statuses["promote"] in (200, 409) and statuses["forget"] == 202, statuses
-        assert set(MemoryRecord.objects.filter(subject=subject).values_list("status", flat=True)) <= {"forgotten"}
-    assert len(outcomes) == 8
+    threads = [threading.Thread(target=promote), threading.Thread(target=forget)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses == {"promote": 200, "forget": 202}
+    assert set(MemoryRecord.objects.filter(pk__in=[original.pk, correction.pk]).values_list("status", flat=True)) == {"forgotten"}
 
 
 def _body(subject: str, **overrides) -> dict:
