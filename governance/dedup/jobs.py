@@ -2,11 +2,11 @@
 agent, purpose, subject, kind) and files `DedupProposal`s for the duplicate groups and
 contradicting pairs `governance.dedup.detect` finds. It never changes a record; a reviewer decides.
 
-Cost: one ordered keyset-paginated query per chunk of `batch_size` rows (PostgreSQL walks the
-partial index `memory_dedup_scope_idx`), a scope is processed as soon as its last row has been
-read, and detection inside a scope uses blocking, so time grows about linearly with the number of
-records and memory with the largest scope. Each chunk's proposals commit on their own, so a run
-killed mid-way keeps what it filed and the next run skips it.
+Cost: one keyset-paginated page per chunk of `batch_size` rows (a few index range queries over
+the partial index `memory_dedup_scope_idx`, see `_rows_after`); a scope is processed as soon as
+its last row has been read, and detection inside a scope uses blocking, so time grows about
+linearly with the number of records and memory with the largest scope. Each chunk's proposals
+commit on their own, so a run killed mid-way keeps what it filed and the next run skips it.
 
 Idempotence: a proposal's signature is the sha256 of its members' (id, version) pairs. A group
 whose signature exists (open, accepted, rejected or rolled back) is not proposed again; once one
@@ -22,8 +22,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F, Q
-from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan
+from django.db.models import Q
 from django.utils import timezone
 
 from governance.dedup.detect import Finding, RecordFacts, find_proposals, proposal_signature
@@ -44,25 +43,40 @@ Scope = tuple  # (tenant_id, agent_id, purpose, subject, kind_id)
 
 
 def _active_row_chunks(*, now: datetime, batch_size: int) -> Iterator[tuple[list[Row], bool]]:
-    """Active, unexpired records in scope order, `batch_size` rows per query (keyset pagination:
-    each query starts after the last row of the previous one, so no OFFSET scans), each chunk with
+    """Active, unexpired records in scope order, `batch_size` rows per page (keyset pagination:
+    each page starts after the last row of the previous one, so no OFFSET scans), each page with
     whether it is the last."""
     base = (
         MemoryRecord.objects.filter(status=Status.ACTIVE, expires_at__gt=now)
         .order_by(*ORDER_FIELDS)
         .values_list(*ROW_FIELDS)
     )
-    order_key = Tuple(*(F(name) for name in ORDER_FIELDS))
     after: Row | None = None
     while True:
-        query = base if after is None else base.filter(TupleGreaterThan(order_key, after))
-        rows = list(query[:batch_size])
+        rows = list(base[:batch_size]) if after is None else _rows_after(base, after, batch_size)
         last = len(rows) < batch_size
         if rows or last:
             yield rows, last
         if last:
             return
         after = rows[-1][:_ORDER_WIDTH]
+
+
+def _rows_after(base, after: Row, limit: int) -> list[Row]:
+    """Up to `limit` rows of `base` that come after `after` in ORDER_FIELDS order.
+
+    "After" is (a > x) OR (a = x AND b > y) OR ... Asked as one OR, PostgreSQL can bound the
+    index scan by the first field only, and filters every earlier row of the tenant on each page
+    (a page then costs more the further into a large tenant it is). So the branches are asked one
+    by one, longest equal prefix first: each is an equality prefix plus one range, which the
+    partial index on the scope serves directly, and their rows follow each other in order."""
+    rows: list[Row] = []
+    for depth in range(_ORDER_WIDTH - 1, -1, -1):
+        equal = dict(zip(ORDER_FIELDS[:depth], after[:depth]))
+        rows.extend(base.filter(**equal, **{f"{ORDER_FIELDS[depth]}__gt": after[depth]})[: limit - len(rows)])
+        if len(rows) >= limit:
+            break
+    return rows
 
 
 def _complete_scopes(*, now: datetime, batch_size: int) -> Iterator[list[list[Row]]]:

@@ -28,7 +28,7 @@ NEGATIONS = frozenset("not no never none nobody nothing nowhere neither nor with
 
 # Groups of words used interchangeably in short claims; the first word is the canonical form.
 SYNONYM_GROUPS = (
-    ("prefer", "like", "want", "wish", "favour", "favor", "love", "enjoy"),
+    ("prefer", "like", "want", "wish", "favour", "favor", "love", "enjoy", "rather"),
     ("need", "require", "requirement", "necessary", "needed"),
     ("above", "over", "exceed", "exceeding", "beyond"),
     ("below", "under", "beneath"),
@@ -106,6 +106,60 @@ EXCLUSIVE_CLASSES = {
     "pronoun": "he she they xe ze",
     "unit": "celsius fahrenheit metric imperial",
 }
+
+# Contrast and order: words that set one alternative against another. Order matters in these, so
+# the detector reads which side each word is on ("email over phone" is not "phone over email").
+# Markers inside a clause, longest first; the left side is the one chosen (or done first) unless the
+# marker is in REVERSED_MARKERS ("tea less than coffee", "deploy after the tests").
+# "after that" / "before that" point back at the clause before, so they read like "then".
+CONTRAST_MARKERS = (
+    ("in", "preference", "to"), ("in", "place", "of"), ("rather", "than"), ("instead", "of"),
+    ("ahead", "of"), ("prior", "to"), ("more", "than"), ("better", "than"), ("sooner", "than"),
+    ("less", "than"), ("fewer", "than"), ("worse", "than"), ("after", "that"), ("after", "this"),
+    ("before", "that"), ("before", "this"), ("over",), ("above",), ("below",), ("than",), ("before",),
+    ("after",), ("then",),
+)
+REVERSED_MARKERS = frozenset({
+    ("less", "than"), ("fewer", "than"), ("worse", "than"), ("below",), ("after",), ("before", "that"),
+    ("before", "this"),
+})
+# A bare "than" after one of these (within a few words: "less often than") is reversed too.
+LESSER_COMPARATIVES = frozenset("less fewer worse".split())
+# "prefers X to Y": "to" is a marker only after one of these, and not in "to be" / "to have".
+PREFER_TO_VERBS = frozenset("prefer prefers preferred preferring".split())
+# Words that end the chosen side on the left ("prefers | email over phone"): the verb of choosing
+# is context, not one of the alternatives.
+CHOICE_VERBS = frozenset(
+    "prefer prefers preferred choose chooses chose chosen pick picks picked use uses used select selects selected "
+    "favour favours favoured favor favors favored prioritise prioritises prioritised prioritize prioritizes "
+    "prioritized recommend recommends recommended opt opts opted want wants wanted like likes liked".split()
+)
+# "over" is not a contrast after a phrasal verb ("took over", "handed over") or before a span of
+# time ("over the weekend"); "then" is not one in "since then", "by then".
+OVER_PARTICLE_VERBS = frozenset(
+    "take takes took taken hand hands handed carry carries carried turn turns turned think thinks thought look "
+    "looks looked go goes went come comes came get gets got run runs ran roll rolls rolled move moves moved "
+    "switch switches switched pass passes passed hold holds held sign signs signed fall falls fell stay stays stayed".split()
+)
+TIME_SPANS = frozenset(
+    "weekend weekends time past last next coming years year months month weeks week days day nights night "
+    "holidays holiday summer winter spring autumn period course decade hours hour".split()
+)
+NOT_A_SEQUENCE_BEFORE_THEN = frozenset("since by until till from back only even just".split())
+# Words next to a marker that qualify the order rather than name an alternative ("and only after
+# that", "first X, then Y"): a side skips them.
+SIDE_FILLERS = frozenset("only also first always usually generally normally typically ideally preferably definitely".split())
+# The right side of a marker ends at one of these: "email over phone | for invoices".
+SIDE_ENDINGS = frozenset("for when whenever if unless because since during until so where while".split())
+# Clause boundaries: besides punctuation, these conjunctions start a new clause that may say the
+# opposite of the one before ("not email but phone", "email is fine, but do not call").
+CONTRAST_CONJUNCTIONS = frozenset("but whereas however although though".split())
+# Negations that can open a clause of their own ("email, not phone", "calls and never texts").
+CLAUSE_NEGATIONS = frozenset("not never no".split())
+# "instead" or "rather" on their own: this clause replaces the one before ("do not call, email instead").
+REPLACING_ADVERBS = frozenset("instead rather".split())
+# "not only X but also Y" negates nothing.
+NOT_NEGATING_AFTER_NOT = frozenset("only just merely simply".split())
 
 # "may" is left out: as a month it is capitalised, and capitalised words count as values anyway.
 MONTHS = frozenset(

@@ -61,6 +61,84 @@ def test_a_contradiction_is_a_conflict_and_never_a_duplicate(a, b, reason):
     assert not comparison.is_duplicate
 
 
+# --- order: contrast and sequence structures ------------------------------------------------------
+
+@pytest.mark.parametrize("a, b", [
+    ("Prefers phone over email.", "Prefers email over phone."),
+    ("Wants invoices as PDF rather than paper.", "Wants invoices as paper rather than PDF."),
+    ("Use the staging cluster instead of production.", "Use production instead of the staging cluster."),
+    ("Not email but phone.", "Not phone but email."),
+    ("Wants summaries, not transcripts.", "Wants transcripts, not summaries."),
+    ("Likes tea more than coffee.", "Likes coffee more than tea."),
+    ("Would rather get a call than an email.", "Would rather get an email than a call."),
+    ("Instead of a weekly report, send a daily digest.", "Instead of a daily digest, send a weekly report."),
+    ("Email is fine, but do not call.", "Calls are fine, but do not email."),
+    ("Run the migration before the deploy.", "Run the deploy before the migration."),
+    ("Review first, then merge.", "Merge first, then review."),
+    ("Prefers Priya over Tom for escalations.", "Prefers Tom over Priya for escalations."),
+])
+def test_swapped_alternatives_are_a_conflict_and_never_a_duplicate(a, b):
+    comparison = compare(profile(a), profile(b))
+    assert comparison.similarity == 1.0  # the same words: only their order tells them apart
+    assert comparison.contradiction == "order"
+    assert comparison.is_conflict and not comparison.is_duplicate
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Prefers email over phone.", "Prefers email rather than phone."),
+    ("Prefers email over phone.", "Would rather be emailed than phoned."),
+    ("Prefers tea to coffee.", "Likes tea more than coffee."),
+    ("Instead of calling, send an email.", "Send an email instead of calling."),
+    ("Wants summaries, not transcripts.", "Wants not transcripts but summaries."),
+    ("Phone, not email.", "Not email but phone."),
+    ("Does not want calls but prefers email.", "Prefers email over calls."),
+    ("Do not send the invoice by post; send it by email instead.", "Send the invoice by email, not by post."),
+    ("Run the migration before the deploy.", "Run the deploy after the migration."),
+    ("Take a snapshot, then upgrade the cluster.", "Upgrade the cluster after taking a snapshot."),
+])
+def test_the_same_choice_said_another_way_stays_a_duplicate(a, b):
+    comparison = compare(profile(a), profile(b))
+    assert comparison.contradiction is None
+    assert comparison.is_duplicate
+
+
+def test_a_claim_for_the_alternative_passed_over_is_a_conflict():
+    choice = profile("Prefers email over phone.")
+    assert compare(choice, profile("Prefers phone.")).is_conflict
+    assert not compare(choice, profile("Prefers email.")).is_conflict
+    # naming both alternatives in words the reading does not know is not counted against it
+    assert compare(choice, profile("Prefers email; avoid phone.")).is_duplicate
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Refunds over 500 EUR need approval.", "Refunds above 500 EUR need approval."),  # a quantity
+    ("Took over the account from Priya.", "Took over the account from Priya last week."),  # a phrasal verb
+    ("Deploys happen over the weekend.", "Deploys happen over the weekend!"),  # a span of time
+])
+def test_over_before_a_quantity_a_particle_or_a_time_span_sets_no_alternatives(a, b):
+    assert not profile(a).contrast
+    assert compare(profile(a), profile(b)).contradiction is None
+
+
+@pytest.mark.parametrize("a, b", [
+    ("No calls, emails or texts on weekends.", "No emails, calls or texts on weekends."),  # a list after a negation
+    ("If the customer does not answer, we will send an email.", "We will send an email if the customer does not answer."),
+    ("Kim: do not call.", "Do not call Kim."),
+    ("Not only email but also phone works.", "Email and phone both work."),  # "not only" negates nothing
+])
+def test_negation_scope_and_clauses_do_not_invent_contradictions(a, b):
+    comparison = compare(profile(a), profile(b))
+    assert comparison.contradiction is None
+    assert comparison.is_duplicate
+
+
+def test_a_swapped_pair_becomes_one_order_conflict_proposal():
+    email_first, phone_first = facts("Prefers email over phone."), facts("Prefers phone over email.", confirmed_days=3)
+    (finding,) = find_proposals([email_first, phone_first]).findings
+    assert (finding.category, finding.method) == ("conflict", "contradiction_order")
+    assert finding.keep == phone_first  # the more recently confirmed observation
+
+
 def test_near_identical_rewording_is_a_duplicate():
     comparison = compare(
         profile("Refunds above 500 EUR need approval from a team lead."),

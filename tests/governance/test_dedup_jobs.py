@@ -84,6 +84,16 @@ def test_a_contradiction_becomes_a_conflict_proposal_not_a_duplicate(write):
     assert members(proposal) == {email.pk, phone.pk}
 
 
+def test_swapped_alternatives_become_a_conflict_proposal_never_a_duplicate(write):
+    email_over_phone = write(content="Prefers email over phone.")
+    phone_over_email = write(content="Prefers phone over email.")
+    counts = propose_duplicates(now=timezone.now(), batch_size=100)
+    assert (counts["duplicate_proposals"], counts["conflict_proposals"]) == (0, 1)
+    proposal = DedupProposal.objects.get()
+    assert (proposal.category, proposal.method) == ("conflict", "contradiction_order")
+    assert members(proposal) == {email_over_phone.pk, phone_over_email.pk}
+
+
 def test_the_keep_choice_prefers_operator_authority(tenant, make_credential, write):
     operator = make_credential(tenant, agent_slug="support-bot", can_assert_operator=True)
     user_copy = write(content=EMAIL)
@@ -190,3 +200,24 @@ def test_the_job_runs_in_a_bounded_number_of_queries(write, django_assert_max_nu
     with django_assert_max_num_queries(10):
         counts = propose_duplicates(now=timezone.now(), batch_size=10_000)
     assert counts["duplicate_proposals"] == 12
+
+
+def test_keyset_pages_of_one_row_walk_every_active_record_once_in_scope_order(write, tenant, other_tenant, make_credential):
+    # rows that tie on each leading order field in turn, so every branch of the keyset filter
+    # (tenant, agent, purpose, subject, kind, content hash, id) decides some page boundary
+    sales = make_credential(tenant, agent_slug="sales-bot", purposes=("support", "billing"))
+    for content in (EMAIL, EMAIL, PHONE):
+        write(content=content)
+        write(content=content, subject="customer/globex")
+        write(content=content, kind="semantic")
+        write(sales, content=content)
+        write(sales, content=content, purpose="billing")
+        write(make_credential(other_tenant), content=content)
+
+    now = timezone.now()
+    paged = [row for rows, _ in jobs._active_row_chunks(now=now, batch_size=1) for row in rows]
+    (everything, last), = jobs._active_row_chunks(now=now, batch_size=10_000)
+
+    assert last and len(everything) == 18
+    assert paged == everything  # same rows, same order, none twice, none skipped
+    assert len({row[jobs._ORDER_WIDTH - 1] for row in paged}) == 18

@@ -1,10 +1,12 @@
 """The labelled pairs in data/dedup_pairs.jsonl, written through the real write service and run
-through the real proposal job: duplicate precision and recall of the proposals, and no
-contradiction proposed as a duplicate.
+through the real proposal job: duplicate and conflict precision and recall of the proposals, and
+no contradiction proposed as a duplicate.
 
 Each pair gets its own subject, so its two records form one scope and a proposal can only be
-about that pair. The "dev" split chose the thresholds; the "holdout" split was written after
-they were frozen. Run with -s to see the figures."""
+about that pair. The "dev" split chose the thresholds and the contrast reading (swapped
+alternatives: categories contradiction_order and reworded_order). The "holdout" split arrived
+together with the detector and its lexicon, so it cannot be shown to be blind: the blind figures
+come from data/dedup_blind_pairs.jsonl (test_dedup_blind.py). Run with -s to see the figures."""
 
 import json
 from collections import Counter, defaultdict
@@ -27,7 +29,8 @@ def test_the_labelled_set_is_large_varied_and_split():
     assert len(PAIRS) >= 300
     assert len({pair["id"] for pair in PAIRS}) == len(PAIRS)
     assert set(categories) == {
-        "exact", "normalised", "reworded", "contradiction_value", "contradiction_number", "contradiction_negation", "unrelated",
+        "exact", "normalised", "reworded", "reworded_order", "contradiction_value", "contradiction_number",
+        "contradiction_negation", "contradiction_order", "unrelated",
     }
     assert min(categories.values()) >= 25
     assert {pair["split"] for pair in PAIRS} == {"dev", "holdout"}
@@ -97,12 +100,15 @@ def test_proposals_over_the_labelled_pairs_reach_the_required_precision_and_reca
         f"{category} {hit}/{total}" for category, (hit, total) in sorted(recall_by_category.items())
     ))
 
-    assert overall["duplicate_precision"] >= 0.95
-    assert overall["duplicate_recall"] >= 0.95
-    assert overall["contradictions_proposed_as_duplicates"] == 0
-    assert by_split["holdout"]["duplicate_precision"] >= 0.95
-    assert by_split["holdout"]["duplicate_recall"] >= 0.95
-    assert by_split["holdout"]["contradictions_proposed_as_duplicates"] == 0
+    for scores in (overall, *by_split.values()):
+        assert scores["duplicate_precision"] >= 0.95
+        assert scores["duplicate_recall"] >= 0.95
+        assert scores["conflict_precision"] >= 0.95
+        assert scores["conflict_recall"] >= 0.95
+        assert scores["contradictions_proposed_as_duplicates"] == 0
+    # swapped alternatives are conflicts, and the same choice said another way stays a duplicate
+    assert recall_by_category["contradiction_order"][0] == recall_by_category["contradiction_order"][1]
+    assert recall_by_category["reworded_order"][0] == recall_by_category["reworded_order"][1]
 
     # Re-running the job files nothing new: every group is already proposed.
     again = propose_duplicates(now=None, batch_size=2000)

@@ -28,7 +28,7 @@ def test_a_summary_is_an_agent_claim_in_quarantine_linked_to_its_sources(write):
     summary = write(content="Acme: invoices by email to ap@acme.example.", derived_from=[str(email.pk), str(tool.pk)], **SUMMARY)
 
     assert (summary.authority, summary.status, summary.trust) == (Authority.AGENT, Status.QUARANTINED, Trust.UNTRUSTED)
-    assert "Derived" in summary.quarantine_reason
+    assert "summary or merge" in summary.quarantine_reason  # a plain-language reason
     assert set(summary.derived_from.values_list("pk", flat=True)) == {email.pk, tool.pk}
     assert summary.contaminated  # a contaminated source taints the summary
     provenance = {entry["record_id"]: entry["provenance"] for entry in lineage_provenance(summary)}
