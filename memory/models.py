@@ -18,6 +18,7 @@ from simple_history.models import HistoricalRecords
 NOTE_MAX_CHARS = 500  # a reviewer's or job's note on a transition, as the history row keeps it
 SUBJECT_MAX_CHARS = 200
 PURPOSE_MAX_CHARS = 100
+IDEMPOTENCY_KEY_MAX_CHARS = 200
 
 
 class HistoryActor(models.Model):
@@ -371,7 +372,7 @@ class IdempotencyKey(models.Model):
     never copied, so no second copy of the content lives here."""
 
     credential = models.ForeignKey(AgentCredential, on_delete=models.CASCADE, related_name="idempotency_keys")
-    key = models.CharField(max_length=200)
+    key = models.CharField(max_length=IDEMPOTENCY_KEY_MAX_CHARS)
     fingerprint = models.CharField(max_length=64, help_text="sha256 of the canonical request body.")
     response_status = models.PositiveSmallIntegerField(default=201)
     record = models.ForeignKey(MemoryRecord, null=True, on_delete=models.SET_NULL, related_name="+")

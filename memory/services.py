@@ -9,6 +9,7 @@ the admin and the Celery jobs all call these.
 import hashlib
 import json
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,18 +19,20 @@ from django.conf import settings
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
+from simple_history.utils import bulk_create_with_history
 
 from memory.actors import Actor
-from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
+from memory.errors import Conflict, DomainError, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
 from memory.fingerprints import records_about
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
 from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import (
-    NOTE_MAX_CHARS, TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryRecord, SourceType, Status, Trust,
+    IDEMPOTENCY_KEY_MAX_CHARS, NOTE_MAX_CHARS, TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind,
+    MemoryRecord, SourceType, Status, Trust,
     content_digest,
 )
 from memory.selectors import records_in_scope
-from memory.validation import WriteDraft, parse_write
+from memory.validation import BatchItemSerializer, MemoryWriteSerializer, WriteDraft, parse_write
 
 # Fields a transition may change; bulk updates write exactly these.
 TRANSITION_FIELDS = ["status", "status_changed_at", "version", "trust", "reviewed_by", "reviewed_at", "confirmed_at", "expires_at"]
@@ -163,25 +166,17 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
 
     Raises ValidationFailed (400), ScopeDenied (403) or Conflict (409); on any error nothing is written.
     """
-    if idempotency_key is not None and not (0 < len(idempotency_key) <= 200):
-        raise ValidationFailed("Idempotency-Key must be 1 to 200 characters.", errors={"Idempotency-Key": ["Invalid length."]})
+    if idempotency_key is not None and not (0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX_CHARS):
+        raise ValidationFailed(f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} characters.",
+                               errors={"Idempotency-Key": ["Invalid length."]})
     fingerprint = request_fingerprint(data) if idempotency_key else ""
     if idempotency_key:
         replay = _idempotent_replay(credential, idempotency_key, fingerprint)
         if replay:
             return replay
 
-    data = reject_foreign_scope(data, credential)
     now = timezone.now()
-    draft = parse_write(data, now=now)
-    if not credential.allows_purpose(draft.purpose):
-        raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
-    if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
-        raise ScopeDenied("This token may not assert operator authority.", errors={"authority": ["Operator authority not allowed."]})
-    if draft.derived_from and draft.authority != Authority.AGENT:
-        raise ValidationFailed(
-            "A derived record is the agent's own claim.", errors={"authority": ["Derived records must have authority 'agent'."]}
-        )
+    draft = _checked_draft(data, credential=credential, now=now)
     actor = Actor.for_credential(credential)
 
     try:
@@ -201,10 +196,27 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
     return WriteResult(record=record, replayed=False)
 
 
+def _checked_draft(data: Any, *, credential: AgentCredential, now: datetime, kinds=None,
+                   serializer_class=MemoryWriteSerializer) -> WriteDraft:
+    """A write body validated and checked against what the credential may do; nothing written."""
+    draft = parse_write(reject_foreign_scope(data, credential), now=now, kinds=kinds, serializer_class=serializer_class)
+    if not credential.allows_purpose(draft.purpose):
+        raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+    if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
+        raise ScopeDenied("This token may not assert operator authority.", errors={"authority": ["Operator authority not allowed."]})
+    if draft.derived_from and draft.authority != Authority.AGENT:
+        raise ValidationFailed(
+            "A derived record is the agent's own claim.", errors={"authority": ["Derived records must have authority 'agent'."]}
+        )
+    return draft
+
+
 def _idempotent_replay(credential: AgentCredential, key: str, fingerprint: str) -> WriteResult | None:
     entry = IdempotencyKey.objects.filter(credential=credential, key=key).select_related("record").first()
-    if entry is None:
-        return None
+    return _replayed(entry, fingerprint) if entry is not None else None
+
+
+def _replayed(entry: IdempotencyKey, fingerprint: str) -> WriteResult:
     if entry.fingerprint != fingerprint:
         count_conflict("idempotency")
         raise Conflict("This Idempotency-Key was used with a different body.", code="idempotency_mismatch")
@@ -214,14 +226,25 @@ def _idempotent_replay(credential: AgentCredential, key: str, fingerprint: str) 
 
 
 def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime) -> MemoryRecord:
-    agent = credential.agent
-    status, trust, why = _admission(draft, credential)
     sources = _derivation_sources(draft, credential) if draft.derived_from else []
     superseded = _lock_supersession_target(draft, credential) if draft.supersedes else None
-    provenance = draft.provenance
-    if sources and any(source.contaminated for source in sources):
-        provenance = {**provenance, "contaminated": True}
+    contaminated = any(source.contaminated for source in sources)
+    record = _new_record(draft, credential=credential, actor=actor, now=now, contaminated=contaminated, supersedes=superseded)
+    record.save(force_insert=True)
+    count_on_commit(WRITES, record.status)
+    if sources:
+        record.derived_from.set(sources)
+    if superseded is not None and record.status == Status.ACTIVE:
+        _supersede_locked(superseded, actor=actor, reason=f"{actor.channel}.supersede", now=now)
+    return record
 
+
+def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime,
+                contaminated: bool = False, supersedes: MemoryRecord | None = None) -> MemoryRecord:
+    """The unsaved record a write stores, admitted or quarantined, stamped for its history row."""
+    agent = credential.agent
+    provenance = {**draft.provenance, "contaminated": True} if contaminated else draft.provenance
+    status, trust, why = _admission(draft, credential)
     record = MemoryRecord(
         tenant=agent.tenant, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
         content=draft.content, content_hash=content_digest(draft.content),
@@ -230,16 +253,120 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
         observed_at=provenance["observed_at"], contaminated=provenance["contaminated"],
         authority=draft.authority, trust=trust, quarantine_reason=why, confidence=draft.confidence,
         created_at=now, confirmed_at=now, status_changed_at=now, expires_at=draft.expires_at,
-        valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=superseded,
+        valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=supersedes,
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
-    record.save(force_insert=True)
-    count_on_commit(WRITES, status)
-    if sources:
-        record.derived_from.set(sources)
-    if superseded is not None and status == Status.ACTIVE:
-        _supersede_locked(superseded, actor=actor, reason=f"{actor.channel}.supersede", now=now)
     return record
+
+
+# --------------------------------------------------------------------------------------------
+# batch write
+
+
+@dataclass(frozen=True)
+class BatchItemResult:
+    index: int
+    record: MemoryRecord | None = None
+    replayed: bool = False
+    error: DomainError | None = None
+
+    @property
+    def status(self) -> int:
+        return 201 if self.record is not None else self.error.status
+
+
+@dataclass
+class _BatchItem:
+    index: int
+    body: Any
+    key: str | None
+    fingerprint: str
+    draft: WriteDraft
+
+
+def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> list[BatchItemResult]:
+    """Up to BATCH_MAX_ITEMS writes, each exactly as `memory_write` would store it (validated,
+    admitted or quarantined, one history row, its own idempotency key), in item order. Every item
+    is validated before anything is written; plain items are stored set-based (one insert for the
+    records, one for their history rows, one for their keys), corrections and summaries one by
+    one, each in a savepoint so that one item's conflict leaves the others."""
+    now = timezone.now()
+    actor = Actor.for_credential(credential)
+    kinds = {kind.name: kind for kind in MemoryKind.objects.all()}
+    results: dict[int, BatchItemResult] = {}
+    prepared: list[_BatchItem] = []
+    for index, item in enumerate(items):
+        try:
+            draft = _checked_draft(item, credential=credential, now=now, kinds=kinds, serializer_class=BatchItemSerializer)
+            # The key is not part of the body it stands for (as the header is not, on a single write).
+            body = {name: value for name, value in item.items() if name != "idempotency_key"}
+            key = item.get("idempotency_key")
+            prepared.append(_BatchItem(index, body, key, request_fingerprint(body) if key else "", draft))
+        except DomainError as exc:
+            results[index] = BatchItemResult(index, error=exc)
+
+    keyed = {item.key for item in prepared if item.key}
+    earlier = {entry.key: entry for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")}
+    to_write: list[_BatchItem] = []
+    first_with_key: dict[str, _BatchItem] = {}
+    repeats: list[_BatchItem] = []
+    for item in prepared:
+        try:
+            if item.key in earlier:
+                results[item.index] = BatchItemResult(item.index, record=_replayed(earlier[item.key], item.fingerprint).record, replayed=True)
+            elif item.key in first_with_key:  # the same key twice in one batch: the first write answers both
+                if first_with_key[item.key].fingerprint != item.fingerprint:
+                    raise Conflict("This idempotency_key was used with a different body.", code="idempotency_mismatch")
+                repeats.append(item)
+            else:
+                if item.key:
+                    first_with_key[item.key] = item
+                to_write.append(item)
+        except DomainError as exc:
+            results[item.index] = BatchItemResult(item.index, error=exc)
+
+    try:
+        with transaction.atomic():
+            results.update(_store_batch(to_write, credential=credential, actor=actor, now=now))
+    except IntegrityError:
+        # A concurrent request claimed one of the keys meanwhile: store item by item, each of which
+        # settles its own race.
+        for item in to_write:
+            try:
+                written = memory_write(credential=credential, data=item.body, idempotency_key=item.key)
+                results[item.index] = BatchItemResult(item.index, record=written.record, replayed=written.replayed)
+            except DomainError as exc:
+                results[item.index] = BatchItemResult(item.index, error=exc)
+    for item in repeats:
+        first = results[first_with_key[item.key].index]
+        results[item.index] = BatchItemResult(item.index, record=first.record, replayed=True, error=first.error)
+    return [results[index] for index in range(len(items))]
+
+
+def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor: Actor, now: datetime) -> dict[int, BatchItemResult]:
+    results: dict[int, BatchItemResult] = {}
+    plain = [item for item in items if not (item.draft.supersedes or item.draft.derived_from)]
+    records = [_new_record(item.draft, credential=credential, actor=actor, now=now) for item in plain]
+    if records:
+        bulk_create_with_history(records, MemoryRecord, default_date=now,
+                                 custom_historical_attrs={"history_actor": actor.label, "history_note": ""})
+        for status, count in Counter(record.status for record in records).items():
+            count_on_commit(WRITES, status, count)
+    results.update({item.index: BatchItemResult(item.index, record=record) for item, record in zip(plain, records)})
+    for item in items:
+        if item.index in results:
+            continue
+        try:
+            with transaction.atomic():
+                results[item.index] = BatchItemResult(item.index, record=_create_record(item.draft, credential=credential, actor=actor, now=now))
+        except DomainError as exc:
+            results[item.index] = BatchItemResult(item.index, error=exc)
+    IdempotencyKey.objects.bulk_create([
+        IdempotencyKey(credential=credential, key=item.key, fingerprint=item.fingerprint, response_status=201,
+                       record=results[item.index].record)
+        for item in items if item.key and results[item.index].record is not None
+    ])
+    return results
 
 
 def _derivation_sources(draft: WriteDraft, credential: AgentCredential) -> list[MemoryRecord]:

@@ -19,11 +19,13 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.functional import cached_property
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.errors import ValidationFailed
 from memory.models import (
-    AUTHORITY_FOR_SOURCE, NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Authority, MemoryKind, SourceType,
+    AUTHORITY_FOR_SOURCE, IDEMPOTENCY_KEY_MAX_CHARS, NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Authority,
+    MemoryKind, SourceType,
 )
 
 # The range of date-times accepted anywhere: PostgreSQL stores far more, but Python's datetime stops
@@ -34,6 +36,7 @@ LATEST = datetime(9999, 1, 1, tzinfo=dt_timezone.utc)
 TTL_MAX_SECONDS = 10**9
 RECALL_QUERY_MAX_CHARS = 1000
 DERIVED_FROM_MAX_ITEMS = 100
+BATCH_MAX_ITEMS = 100
 RECALL_KINDS_MAX_ITEMS = 20
 
 
@@ -275,7 +278,9 @@ class MemoryWriteSerializer(StrictSerializer):
 
     @cached_property
     def kinds(self) -> dict[str, MemoryKind]:
-        return {kind.name: kind for kind in MemoryKind.objects.all()}
+        """Known kinds by name: from the context (a batch reads them once), else the database."""
+        kinds = self.context.get("kinds")
+        return kinds if kinds is not None else {kind.name: kind for kind in MemoryKind.objects.all()}
 
     def validate(self, attrs):
         errors: dict[str, list[str]] = {}
@@ -326,9 +331,45 @@ class MemoryWriteSerializer(StrictSerializer):
         )
 
 
-def parse_write(data: Any, *, now: datetime) -> WriteDraft:
-    """A raw write body as a WriteDraft, or ValidationFailed naming every field error."""
-    serializer = MemoryWriteSerializer(data=data, context={"now": now})
+class BatchItemSerializer(MemoryWriteSerializer):
+    """One item of `POST /api/v1/memories/batch/`: a write body, plus its own idempotency key."""
+
+    idempotency_key = StrictCharField(
+        required=False, allow_null=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+        help_text="Same meaning as the Idempotency-Key header of a single write.",
+    )
+
+
+@extend_schema_field({
+    "type": "array", "minItems": 1, "maxItems": BATCH_MAX_ITEMS,
+    "items": {"type": "object", "description": "A write body (as MemoryWriteRequest) plus an optional idempotency_key; "
+                                               "an item that is not valid is that item's 400 in the results."},
+})
+class BatchItemsField(serializers.ListField):
+    """The batch's items: a list of 1 to BATCH_MAX_ITEMS JSON objects. Each object is validated on
+    its own (a bad item is that item's 400, not the batch's)."""
+
+    default_error_messages = {"not_an_object": "Item {index} is not a JSON object."}
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.JSONField(), min_length=1, max_length=BATCH_MAX_ITEMS, **kwargs)
+
+    def to_internal_value(self, data):
+        items = super().to_internal_value(data)
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                self.fail("not_an_object", index=index)
+        return items
+
+
+class BatchWriteSerializer(StrictSerializer):
+    items = BatchItemsField(help_text=f"At most {BATCH_MAX_ITEMS} write bodies; the results come back in the same order.")
+
+
+def parse_write(data: Any, *, now: datetime, kinds: Mapping[str, MemoryKind] | None = None,
+                serializer_class: type[MemoryWriteSerializer] = MemoryWriteSerializer) -> WriteDraft:
+    """A raw write body (or batch item) as a WriteDraft, or ValidationFailed naming every field error."""
+    serializer = serializer_class(data=data, context={"now": now, "kinds": kinds})
     if not serializer.is_valid():
         raise ValidationFailed("The memory was not stored: see errors.", errors=flatten_errors(serializer.errors))
     return serializer.validated_draft()

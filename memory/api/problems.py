@@ -52,6 +52,12 @@ def problem(*, status: int, code: str, title: str, detail: str, instance: str,
     return body
 
 
+def domain_problem(exc: DomainError, *, instance: str) -> dict:
+    """A domain error (a service's refusal) as a problem body."""
+    return problem(status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail, instance=instance,
+                   errors=exc.errors)
+
+
 def _instance(context) -> str:
     request = context.get("request")
     return request.path if request is not None else ""
@@ -69,9 +75,7 @@ def problem_exception_handler(exc, context):
 
     if isinstance(exc, DomainError):
         set_rollback()
-        body = problem(status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail,
-                       instance=instance, errors=exc.errors)
-        return Response(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
+        return Response(domain_problem(exc, instance=instance), status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
 
     if isinstance(exc, exceptions.APIException):
         set_rollback()

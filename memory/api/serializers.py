@@ -107,3 +107,16 @@ class ProblemSerializer(serializers.Serializer):
     instance = serializers.CharField()
     errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False,
                                    help_text="Field -> messages, on validation failures.")
+
+
+class BatchItemResultSerializer(serializers.Serializer):
+    """One item's outcome: the record (201), or the problem that item met (400, 403, 409)."""
+
+    index = serializers.IntegerField()
+    status = serializers.IntegerField()
+    record = MemoryRecordSerializer(required=False)
+    problem = ProblemSerializer(required=False)
+
+
+class BatchResultSerializer(serializers.Serializer):
+    results = BatchItemResultSerializer(many=True)

@@ -20,13 +20,18 @@ from memory import services
 from memory.actors import Actor
 from memory.api.authentication import request_actor
 from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
-from memory.api.serializers import MemoryRecordSerializer, ProblemSerializer, RecallResponseSerializer
+from memory.api.problems import domain_problem
+from memory.api.serializers import (
+    BatchResultSerializer, MemoryRecordSerializer, ProblemSerializer, RecallResponseSerializer,
+)
 from memory.errors import RecordNotFound
 from memory.filters import MemoryRecordFilter
-from memory.models import MemoryRecord, Status
+from memory.models import IDEMPOTENCY_KEY_MAX_CHARS, MemoryRecord, Status
 from memory.recall import parse_recall, recall
 from memory.selectors import records_in_scope
-from memory.validation import MemoryWriteSerializer, RecallQuerySerializer, TransitionSerializer, validated
+from memory.validation import (
+    BatchWriteSerializer, MemoryWriteSerializer, RecallQuerySerializer, TransitionSerializer, validated,
+)
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
 
@@ -107,7 +112,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     queryset = MemoryRecord.objects.none()  # for the schema; get_queryset scopes every request
 
     def get_permissions(self):
-        if self.action == "create":
+        if self.action in ("create", "batch"):
             return [IsAgent()]
         if self.action in ("promote", "reject", "retire"):
             # Reviewers only, checked before anything else: an agent token is a 403 whatever it sends.
@@ -123,7 +128,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @extend_schema(
         summary="Write a memory",
         request=MemoryWriteSerializer,
-        parameters=[OpenApiParameter("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 200}, OpenApiParameter.HEADER,
+        parameters=[OpenApiParameter("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX_CHARS}, OpenApiParameter.HEADER,
                                      description="A retry with the same key and body returns the first result.")],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
     )
@@ -143,6 +148,34 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             result.record.superseded_by_id = None
             body = JSONRenderer().render(MemoryRecordSerializer(result.record).data)
         return HttpResponse(body, status=status.HTTP_201_CREATED, headers=headers, content_type="application/json")
+
+    @extend_schema(
+        summary="Write up to 100 memories at once",
+        request=BatchWriteSerializer,
+        responses={200: BatchResultSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
+    )
+    @action(detail=False, methods=["post"])
+    def batch(self, request: Request) -> Response:
+        """Each item is validated, admitted or quarantined and written exactly as a single write;
+        a bad item is that item's problem. A body that is not a list of 1 to 100 objects is a 400
+        and writes nothing. The write commits only once every result has been produced."""
+        items = validated(BatchWriteSerializer, request.data, detail="The batch is invalid: see errors.")["items"]
+        with transaction.atomic():
+            outcomes = services.memory_write_batch(credential=request.auth, items=items)
+            records = {
+                record.pk: record for record in record_queryset(request_actor(request))
+                .filter(pk__in=[outcome.record.pk for outcome in outcomes if outcome.record is not None])
+            }
+            results = []
+            for outcome in outcomes:
+                result = {"index": outcome.index, "status": outcome.status}
+                if outcome.record is not None:
+                    result["record"] = MemoryRecordSerializer(records[outcome.record.pk]).data
+                else:
+                    result["problem"] = domain_problem(outcome.error, instance=f"{request.path}#/items/{outcome.index}")
+                results.append(result)
+            body = JSONRenderer().render({"results": results})
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(summary="List memories in your scope")
     def list(self, request: Request, *args, **kwargs) -> Response:
