@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from memory.fingerprints import is_subject_fingerprint
-from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Tenant
+from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS, Agent, AgentCredential, MemoryKind, MemoryRecord, Tenant
 
 
 class ForgetRequest(models.Model):
@@ -23,8 +23,8 @@ class ForgetRequest(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="forget_requests")
-    subject = models.CharField(max_length=200)
-    reason = models.CharField(max_length=500, blank=True)
+    subject = models.CharField(max_length=SUBJECT_MAX_CHARS)
+    reason = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
     requested_by = models.CharField(max_length=200, help_text="Actor label, for display only: agent:tenant/agent or user:name.")
     requested_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     requested_by_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

@@ -10,7 +10,7 @@ from governance.models import ForgetRequest, ForgetTombstone
 from memory.actors import Actor
 from memory.errors import ValidationFailed
 from memory.fingerprints import records_about, subject_fingerprint
-from memory.models import Status, Tenant
+from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS, Status, Tenant
 from memory.selectors import records_in_scope
 from memory.services import memory_forget_subject
 
@@ -37,12 +37,12 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
     errors = {}
     if not subject:
         errors["subject"] = ["This field is required."]
-    elif len(subject) > 200:
-        errors["subject"] = ["At most 200 characters."]
+    elif len(subject) > SUBJECT_MAX_CHARS:
+        errors["subject"] = [f"At most {SUBJECT_MAX_CHARS} characters."]
     if reason is not None and not isinstance(reason, str):
         errors["reason"] = ["Must be a string."]
-    elif reason and len(reason) > 500:
-        errors["reason"] = ["At most 500 characters."]
+    elif reason and len(reason) > NOTE_MAX_CHARS:  # it becomes each record's history note
+        errors["reason"] = [f"At most {NOTE_MAX_CHARS} characters."]
     if errors:
         raise ValidationFailed("The forget request is invalid.", errors=errors)
     with transaction.atomic():

@@ -10,14 +10,18 @@ from rest_framework import serializers
 from governance.dedup.selectors import proposal_is_current, proposal_members
 from governance.models import DedupProposal
 
+from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
 from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
 
 class ForgetRequestInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """Shape only; the subject and reason rules live in `governance.services.forget_request_create`."""
+    """The API's validator and schema; `governance.services.forget_request_create` checks the same
+    limits (one constant each) for the reviewer UI."""
 
-    subject = StrictCharField(help_text="Every record about this subject in the tenant is forgotten.")
-    reason = StrictCharField(required=False, allow_blank=True, default="", help_text="Why, e.g. 'erasure request #123'.")
+    subject = StrictCharField(max_length=SUBJECT_MAX_CHARS,
+                              help_text="Every record about this subject in the tenant is forgotten.")
+    reason = StrictCharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX_CHARS,
+                             help_text="Why, e.g. 'erasure request #123'. Kept on the request (put no personal data in it).")
     tenant = StrictCharField(required=False, help_text="Reviewers: which of your tenants. Agents: the token's (or omit).")
 
 
