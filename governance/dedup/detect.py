@@ -544,7 +544,7 @@ def _clause_markers(tokens: list[str], clause: list[int], cased: set[str]) -> li
                     break
         elif token == "to" and prefer_at is not None and i > prefer_at + 1 and not any(
             start <= i < end for start, end, _ in found
-        ) and i < last and tokens[i + 1] not in lexicon.STOPWORDS:
+        ) and i < last and tokens[i + 1] not in lexicon.INFINITIVE_VERBS:
             match = (i, i + 1, False)
             prefer_at = len(tokens)  # only the first "to" after "prefers"
         if match is not None and _is_contrast(tokens, clause, cased, match[0], match[1]):
@@ -677,17 +677,20 @@ def _against_the_choice(contrast: TextProfile, plain: TextProfile) -> set[str]:
 
 
 def _contrast_reason(a: TextProfile, b: TextProfile) -> tuple[str | None, set[str]]:
-    """The contradiction the contrast structures show, and the stems it is about."""
+    """The contradiction the contrast structures show, if any, and the words to set aside when
+    judging whether the rest is the same claim. Swapped words are shared by both texts, so none
+    are set aside (else only the words around them would be left: "only" in "only after the
+    review"); a plain claim for the side passed over is set aside like a contradicting value."""
     if a.contrast and b.contrast:
-        opposed = _swapped(a, b)
+        opposed, masked = _swapped(a, b), set()
     elif a.contrast or b.contrast:
         contrast, plain = (a, b) if a.contrast else (b, a)
-        opposed = _against_the_choice(contrast, plain)
+        opposed = masked = _against_the_choice(contrast, plain)
     else:
         return None, set()
     if not opposed:
         return None, set()
-    return ("negation" if a.negated != b.negated else "order"), opposed
+    return ("negation" if a.negated != b.negated else "order"), masked
 
 
 def compare(a: TextProfile, b: TextProfile) -> Comparison:
@@ -698,10 +701,10 @@ def compare(a: TextProfile, b: TextProfile) -> Comparison:
     # Order: the same words on swapped sides ("email over phone" / "phone over email").
     # Negation: one text denies what the other holds; between two contrast texts the sides say
     # it (an odd number of negations may be spent on "not email but phone"), otherwise the count.
-    contrast_reason, opposed = _contrast_reason(a, b)
+    contrast_reason, contrast_words = _contrast_reason(a, b)
     if contrast_reason == "order":
         reasons.append("order")
-        masked |= opposed
+        masked |= contrast_words
     if contrast_reason == "negation" or (a.negated != b.negated and not (a.contrast and b.contrast)):
         reasons.append("negation")
 

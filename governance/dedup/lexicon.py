@@ -125,8 +125,10 @@ REVERSED_MARKERS = frozenset({
 })
 # A bare "than" after one of these (within a few words: "less often than") is reversed too.
 LESSER_COMPARATIVES = frozenset("less fewer worse".split())
-# "prefers X to Y": "to" is a marker only after one of these, and not in "to be" / "to have".
+# "prefers X to Y": "to" is a marker only after one of these, and not before a verb that makes it
+# an infinitive ("prefers the report to be short").
 PREFER_TO_VERBS = frozenset("prefer prefers preferred preferring".split())
+INFINITIVE_VERBS = frozenset("be been being have has had having get gets got do does did go goes".split())
 # Words that end the chosen side on the left ("prefers | email over phone"): the verb of choosing
 # is context, not one of the alternatives.
 CHOICE_VERBS = frozenset(

@@ -73,6 +73,11 @@ def test_proposals_over_the_blind_pairs(credential):
 
     # First run over the frozen set: duplicates 41 of 43 proposed right (0.953), 41 of 50 found
     # (0.820); conflicts 46 of 53 (0.868), 46 of 50 (0.920); 2 conflicts proposed as duplicates.
+    # The thresholds come from that run. It showed two bugs in the contrast reading ("prefers X to
+    # Y" was not read when Y began with a function word; a swap whose shared words were all on the
+    # sides was judged on the words around them), fixed with dev pairs d313-d318; since then (no
+    # longer blind for those two fixes):
+    # duplicates 0.976 / 0.820, conflicts 0.873 / 0.960, 1 conflict proposed as a duplicate.
     assert duplicate_precision >= 0.93
     assert duplicate_recall >= 0.80
     assert conflict_precision >= 0.85

@@ -76,6 +76,7 @@ def test_a_contradiction_is_a_conflict_and_never_a_duplicate(a, b, reason):
     ("Run the migration before the deploy.", "Run the deploy before the migration."),
     ("Review first, then merge.", "Merge first, then review."),
     ("Prefers Priya over Tom for escalations.", "Prefers Tom over Priya for escalations."),
+    ("Prefers a call to the weekly report.", "Prefers the weekly report to a call."),
 ])
 def test_swapped_alternatives_are_a_conflict_and_never_a_duplicate(a, b):
     comparison = compare(profile(a), profile(b))
@@ -100,6 +101,13 @@ def test_the_same_choice_said_another_way_stays_a_duplicate(a, b):
     comparison = compare(profile(a), profile(b))
     assert comparison.contradiction is None
     assert comparison.is_duplicate
+
+
+def test_a_swap_is_a_conflict_even_when_the_swapped_words_are_all_the_claim_shares():
+    # every shared word is on a side, so the rest ("only") alone must not decide the conflict
+    comparison = compare(profile("Notify support only after the fix ships."), profile("Notify support before the fix ships."))
+    assert comparison.contradiction == "order"
+    assert comparison.is_conflict
 
 
 def test_a_claim_for_the_alternative_passed_over_is_a_conflict():
