@@ -67,7 +67,7 @@ class PropagationReceipt(models.Model):
     artifact = models.CharField(max_length=100)
     removed = models.PositiveIntegerField(default=0)
     completed_at = models.DateTimeField()
-    note = models.CharField(max_length=500, blank=True)
+    note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -143,7 +143,7 @@ class DedupProposal(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    decision_note = models.CharField(max_length=500, blank=True)
+    decision_note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
     rolled_back_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from governance.dedup.selectors import proposal_is_current, proposal_members
 from governance.models import DedupProposal
 
+from governance.dedup.services import DECISION_NOTE_MAX_CHARS
 from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
 from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
@@ -66,7 +67,7 @@ class ProposalStatsQuerySerializer(serializers.Serializer):
 class ProposalDecisionInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Reject and rollback: an optional note for the audit trail (shape only; the service checks it too)."""
 
-    note = StrictCharField(required=False, allow_blank=True, max_length=500, default="",
+    note = StrictCharField(required=False, allow_blank=True, max_length=DECISION_NOTE_MAX_CHARS, default="",
                            help_text="Why, for the audit trail; written into each record's history note.")
 
 

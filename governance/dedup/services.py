@@ -20,7 +20,7 @@ from governance.models import DedupProposal
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, ValidationFailed
 from memory.metrics import count_conflict, count_on_commit
-from memory.models import MemoryRecord, Status
+from memory.models import NOTE_MAX_CHARS, MemoryRecord, Status
 from memory.services import memory_restore, memory_supersede_by
 
 PROPOSALS_DECIDED = Counter(
@@ -28,7 +28,10 @@ PROPOSALS_DECIDED = Counter(
     ["decision"],
 )
 
-NOTE_MAX_CHARS = 500
+# A reviewer's note goes into each record's history note after "<Verb> dedup proposal <id>. ", and
+# into the proposal's decision note after the acceptance's own: it must fit both whole.
+_HISTORY_NOTE_PREFIX = len("Rolled back dedup proposal 00000000-0000-0000-0000-000000000000. ")
+DECISION_NOTE_MAX_CHARS = (NOTE_MAX_CHARS - _HISTORY_NOTE_PREFIX) // 2
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,8 @@ def _check_note(note: str | None) -> str:
         return ""
     if not isinstance(note, str):
         raise ValidationFailed("The note must be text.", errors={"note": ["Must be a string."]})
-    if len(note) > NOTE_MAX_CHARS:
-        raise ValidationFailed("The note is too long.", errors={"note": [f"At most {NOTE_MAX_CHARS} characters."]})
+    if len(note) > DECISION_NOTE_MAX_CHARS:
+        raise ValidationFailed("The note is too long.", errors={"note": [f"At most {DECISION_NOTE_MAX_CHARS} characters."]})
     return note.strip()
 
 
@@ -192,7 +195,7 @@ def proposal_rollback(*, proposal_id, actor: Actor, note: str = "") -> RollbackO
         proposal.status = DedupProposal.Status.ROLLED_BACK
         proposal.rolled_back_at = now
         if note:
-            proposal.decision_note = f"{proposal.decision_note} | rollback: {note}".strip(" |")[:NOTE_MAX_CHARS]
+            proposal.decision_note = f"{proposal.decision_note} | rollback: {note}".strip(" |")  # both fit: see _check_note
         proposal.save(update_fields=["status", "rolled_back_at", "decision_note"])
         count_on_commit(PROPOSALS_DECIDED, DedupProposal.Status.ROLLED_BACK)
     return RollbackOutcome(proposal=proposal, restored=restored, not_restored=not_restored)

@@ -7,7 +7,7 @@ from django import forms
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
 
-NOTE_MAX_CHARS = 500  # the history row keeps at most this much of a note
+from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
 
 
 class DecisionForm(forms.Form):
@@ -73,9 +73,9 @@ class ForgetRequestForm(forms.Form):
     shows what will be forgotten first; only the confirmation step applies it."""
 
     tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
-    subject = forms.CharField(max_length=200, strip=True, help_text="Exactly as stored, e.g. customer/acme.")
+    subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, strip=True, help_text="Exactly as stored, e.g. customer/acme.")
     reason = forms.CharField(
-        max_length=500, strip=True, widget=forms.TextInput,
+        max_length=NOTE_MAX_CHARS, strip=True, widget=forms.TextInput,
         help_text="Why, for the audit trail, e.g. \"erasure request #123\".",
     )
 

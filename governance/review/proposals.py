@@ -22,9 +22,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from governance.dedup.selectors import ProposalMember, content_diff, proposal_in_scope, proposal_members, proposal_queue
-from governance.dedup.services import RegretCounts, proposal_accept, proposal_reject, proposal_rollback, regret_counts
+from governance.dedup.services import (
+    DECISION_NOTE_MAX_CHARS, RegretCounts, proposal_accept, proposal_reject, proposal_rollback, regret_counts,
+)
 from governance.models import DedupProposal
-from governance.review.forms import NOTE_MAX_CHARS
 from governance.review.common import form_problem, memories, render_page, reviewer_required, safe_next, short_id
 from governance.review.views import LIST_PAGE_SIZE
 from memory.actors import Actor
@@ -55,7 +56,7 @@ class ProposalFilterForm(forms.Form):
 class ProposalDecisionForm(forms.Form):
     """One decision on a proposal: an optional note and, for accept, which member to keep."""
 
-    note = forms.CharField(max_length=NOTE_MAX_CHARS, required=False, strip=True)
+    note = forms.CharField(max_length=DECISION_NOTE_MAX_CHARS, required=False, strip=True)
     keep = forms.UUIDField(required=False)
 
 

@@ -208,6 +208,21 @@ def test_a_note_that_is_too_long_is_refused_before_anything_changes(write, revie
     assert proposal.status == "open"
 
 
+def test_notes_at_the_limit_are_kept_whole_through_accept_and_rollback(write, reviewer_actor):
+    """Each note fits the record's history note (after its prefix) and the proposal's decision note
+    (after the acceptance's own): nothing is ever cut short."""
+    from governance.dedup.services import DECISION_NOTE_MAX_CHARS
+
+    proposal, _ = propose(write, EMAIL, EMAIL_AGAIN)
+    accepted_note, rollback_note = "a" * DECISION_NOTE_MAX_CHARS, "r" * DECISION_NOTE_MAX_CHARS
+    proposal_accept(proposal_id=proposal.pk, actor=reviewer_actor, note=accepted_note)
+    proposal_rollback(proposal_id=proposal.pk, actor=reviewer_actor, note=rollback_note)
+    proposal.refresh_from_db()
+    assert accepted_note in proposal.decision_note and rollback_note in proposal.decision_note
+    notes = MemoryRecord.history.filter(id__in=[d.record_id for d in proposal.drops.all()]).values_list("history_note", flat=True)
+    assert any(note.endswith(accepted_note) for note in notes) and any(note.endswith(rollback_note) for note in notes)
+
+
 # --- memory_supersede_by ------------------------------------------------------------------------
 
 def test_supersede_by_is_compare_and_swap_with_one_history_row(write, reviewer_actor):

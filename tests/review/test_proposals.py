@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from governance.dedup.services import DECISION_NOTE_MAX_CHARS
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.services import proposal_accept
 from governance.models import DedupProposal, DedupProposalDrop
@@ -295,7 +296,7 @@ def test_rollback_reports_a_dropped_record_forgotten_since(reviewer_client, writ
 
 
 @pytest.mark.parametrize("data, problem", [
-    ({"note": "x" * 501}, "Note: Ensure this value has at most 500 characters"),
+    ({"note": "x" * (DECISION_NOTE_MAX_CHARS + 1)}, f"Note: Ensure this value has at most {DECISION_NOTE_MAX_CHARS} characters"),
     ({"keep": "not-a-uuid"}, "Keep: Enter a valid UUID."),
     ({"keep": str(uuid.UUID(int=7))}, "must be one of the proposal's records"),
 ])
