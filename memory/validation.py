@@ -23,6 +23,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.errors import ValidationFailed
+from memory.fingerprints import is_subject_fingerprint
 from memory.models import (
     AUTHORITY_FOR_SOURCE, IDEMPOTENCY_KEY_MAX_CHARS, NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Authority,
     MemoryKind, SourceType,
@@ -281,6 +282,11 @@ class MemoryWriteSerializer(StrictSerializer):
         """Known kinds by name: from the context (a batch reads them once), else the database."""
         kinds = self.context.get("kinds")
         return kinds if kinds is not None else {kind.name: kind for kind in MemoryKind.objects.all()}
+
+    def validate_subject(self, subject: str) -> str:
+        if is_subject_fingerprint(subject):
+            raise serializers.ValidationError("This form is reserved for the fingerprints of forgotten subjects.")
+        return subject
 
     def validate(self, attrs):
         errors: dict[str, list[str]] = {}

@@ -151,3 +151,8 @@ def test_a_note_longer_than_the_limit_is_refused_not_cut(agent_client, write):
                                      format="json"), 400, errors={"note"})
     record.refresh_from_db()
     assert record.version == 1
+
+
+def test_a_subject_shaped_like_a_forgotten_fingerprint_is_refused(agent_client, pages_still_work):
+    body = memory_body(subject="forgotten:" + "a" * 64)
+    assert_problem(agent_client.post(MEMORIES, body, format="json"), 400, errors={"subject"})
