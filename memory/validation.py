@@ -21,6 +21,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.functional import cached_property
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from memory.errors import ValidationFailed
 from memory.fingerprints import is_subject_fingerprint
@@ -225,7 +226,8 @@ class ProvenanceSerializer(StrictSerializer):
         errors = {}
         source_type = attrs["source_type"]
         if source_type in (SourceType.USER_TURN, SourceType.TOOL_OUTPUT) and not (attrs["session_id"] or attrs["uri"]):
-            errors["session_id"] = ["A user turn or tool output needs a session id or a URI."]
+            # Either field would do, so the error belongs to the provenance as a whole.
+            errors[api_settings.NON_FIELD_ERRORS_KEY] = ["A user turn or tool output needs a session id or a URI."]
         if source_type in (SourceType.WEB_PAGE, SourceType.DOCUMENT) and not attrs["uri"]:
             errors["uri"] = ["A web page or document needs its URI."]
         if source_type == SourceType.TOOL_OUTPUT and not attrs["tool"]:
@@ -416,10 +418,11 @@ class RecallQuerySerializer(StrictSerializer):
 
 
 def validated(serializer_class: type[serializers.Serializer], data: Any, *, detail: str, **context) -> dict:
-    """`data` validated by `serializer_class`, or ValidationFailed with every field error."""
+    """`data` validated by `serializer_class`, or ValidationFailed ("Invalid request") with every
+    field error."""
     serializer = serializer_class(data=data, context=context)
     if not serializer.is_valid():
-        raise ValidationFailed(detail, errors=flatten_errors(serializer.errors))
+        raise ValidationFailed(detail, errors=flatten_errors(serializer.errors), title="Invalid request")
     return serializer.validated_data
 
 

@@ -26,8 +26,10 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate(self, request):
         parts = get_authorization_header(request).split()
-        if not parts or parts[0].lower() != BEARER:
-            return None  # not ours: the session (or nobody) may still authenticate the request
+        if not parts:
+            return None  # no header: the session (or nobody) may still authenticate the request
+        if parts[0].lower() != BEARER:
+            raise exceptions.AuthenticationFailed(_("Unsupported authorization scheme: send 'Authorization: Bearer <token>'."))
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed(_("Malformed Authorization header: expected 'Bearer <token>'."))
         try:

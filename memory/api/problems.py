@@ -91,6 +91,10 @@ def problem_exception_handler(exc, context):
             detail = "The request is invalid: see errors."
         else:
             detail = str(exc.detail)
+            if isinstance(exc, exceptions.UnsupportedMediaType):
+                detail += ' Send a JSON body with the header "Content-Type: application/json".'
+            elif isinstance(exc, exceptions.NotAuthenticated):
+                detail += ' Send "Authorization: Bearer <token>".'
         body = problem(status=exc.status_code, code=code, title=title, detail=detail, instance=instance, errors=errors)
         return Response(body, status=exc.status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 

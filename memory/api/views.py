@@ -6,7 +6,7 @@ from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -128,6 +128,13 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @extend_schema(
         summary="Write a memory",
         request=MemoryWriteSerializer,
+        examples=[OpenApiExample("A user's preference from a chat turn", request_only=True, value={
+            "kind": "preference", "subject": "customer/acme", "purpose": "support",
+            "content": "Prefers email over phone.", "authority": "user", "confidence": 0.9,
+            "provenance": {"source_type": "user_turn", "uri": "chat://session/s-1#turn-12", "session_id": "s-1",
+                           "turn_id": "12", "observed_at": "2026-11-29T10:00:00Z", "contaminated": False},
+            "ttl_seconds": 604800,
+        })],
         parameters=[OpenApiParameter("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX_CHARS}, OpenApiParameter.HEADER,
                                      description="A retry with the same key and body returns the first result.")],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
@@ -224,6 +231,10 @@ class RecallView(APIView):
     @extend_schema(
         summary="Recall memories for a task",
         request=RecallQuerySerializer,
+        examples=[OpenApiExample("What the agent needs for a support reply", request_only=True, value={
+            "query": "how does acme want to be contacted", "purpose": "support", "subject": "customer/acme",
+            "kinds": ["preference"], "limit": 10, "token_budget": 800,
+        })],
         responses={200: RecallResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
     )
     def post(self, request: Request) -> Response:

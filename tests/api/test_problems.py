@@ -130,3 +130,22 @@ def test_agent_without_the_forget_capability_gets_403_and_forgets_nothing(tenant
     assert_problem(client.post(FORGET, {"subject": "customer/acme"}), 403)
     record.refresh_from_db()
     assert record.status == "active"
+
+
+def test_problems_tell_the_client_what_to_send_instead(agent_client, credential):
+    no_type = agent_client.generic("POST", MEMORIES, b'{"kind": "preference"}', content_type="")
+    assert "application/json" in assert_problem(no_type, 415)["detail"]
+    wrong_scheme = APIClient()
+    wrong_scheme.credentials(HTTP_AUTHORIZATION=f"Token {credential.raw_token}")
+    assert "Bearer" in assert_problem(wrong_scheme.get(MEMORIES), 401)["detail"]
+    assert "Bearer" in assert_problem(APIClient().get(MEMORIES), 401)["detail"]
+
+
+def test_a_bad_recall_is_an_invalid_request_not_an_invalid_memory(agent_client):
+    assert assert_problem(agent_client.post(RECALL, {"purpose": "support", "limit": 0}, format="json"), 400)["title"] == "Invalid request"
+
+
+def test_a_user_turn_without_session_or_uri_is_reported_on_the_provenance(agent_client):
+    body = memory_body(provenance={"source_type": "user_turn", "uri": None, "session_id": None, "turn_id": None})
+    problem = assert_problem(agent_client.post(MEMORIES, body, format="json"), 400, errors={"provenance"})
+    assert "session id or a URI" in problem["errors"]["provenance"][0]
