@@ -44,7 +44,7 @@ def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(page, l
     row = card(page, record)
     expect(row).to_contain_text("Refund window for Acme is 45 days.")
     for provenance in ("web_page", "https://forum.example/thread/42", "s-web / 7", "web_fetch", "third_party",
-                       "not auto-admitted"):
+                       "not said by the user or the operator"):
         expect(row).to_contain_text(provenance)
     screenshot("quarantine-queue")
 
