@@ -381,3 +381,8 @@ class IdempotencyKey(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["credential", "key"], name="idempotency_unique_key_per_credential")]
         indexes = [models.Index(fields=["created_at"], name="idempotency_age_idx")]
+
+
+# Search indexes (rebuildable caches over the records) are memory models too; defined beside their
+# storage and ranking in memory.search.
+from memory.search.models import SearchIndex  # noqa: E402,F401

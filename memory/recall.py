@@ -1,42 +1,43 @@
-"""Recall: hard filters in the database first, explainable ranking second, then the token budget.
+"""Recall: hard filters first, explainable ranking second, then the token budget.
 
-1. Candidates come only from `records_in_scope` for the credential, in the requested purpose
-   (which the token must allow), optionally one subject and some kinds, `active`, unexpired and
-   valid now. Nothing is searched globally and filtered afterwards.
-2. Within those, a bounded pool is taken: on PostgreSQL the best full-text matches among the
-   candidates (stored tsvector, any query term, `ts_rank_cd`) plus the most recently confirmed
-   records; on SQLite the most recently confirmed records, scored for words in Python.
-3. Each candidate is scored as a sum of visible parts (lexical, authority, confidence, recency);
-   items fill the token budget in rank order, skipping (and counting) those that do not fit.
+1. Candidates come only from the hard-filtered scope: the credential's tenant and agent (through
+   `records_in_scope`), the requested purpose (which the token must allow), optionally one subject
+   and some kinds, `active`, unexpired and valid now. Nothing is searched globally and filtered
+   afterwards: the search index applies the same filters to its copy of those fields before it
+   matches a word, and every record it ranks is loaded through the scoped query again, so an index
+   can never widen what recall returns.
+2. Ranking: BM25 within that scope plus bounded priors (authority, confidence, recency), read from
+   the active lexical index or the one named (`memory.search.ranking` says how). `score_parts`
+   names every part and `score` is their sum; ties go to lexical relevance, then the most recently
+   confirmed.
+3. Items fill the token budget in rank order, skipping (and counting) those that do not fit. Each
+   carries a one-line `context` framing it as dated data: kind, authority, when it was confirmed,
+   its source and when the source said it.
 """
 
 import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
-from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memory.actors import Actor
 from memory.errors import ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
-from memory.models import AgentCredential, Authority, MemoryKind, MemoryRecord, Status
+from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Status
+from memory.search import storage
+from memory.search.build import serving_index
+from memory.search.models import SearchIndex
+from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
+    AUTHORITY_WEIGHT, CONFIDENCE_WEIGHT, PARTS, RECENCY_HALF_LIFE_DAYS, Ranked, Scope, rank,
+)
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
 from memory.validation import RecallQuerySerializer, validated
-
-AUTHORITY_WEIGHT = {Authority.OPERATOR: 1.0, Authority.USER: 0.8, Authority.THIRD_PARTY: 0.4, Authority.AGENT: 0.3}
-LEXICAL_WEIGHT = 3.0
-CONFIDENCE_WEIGHT = 0.5
-RECENCY_HALF_LIFE_DAYS = 30.0
-RECENT_POOL = 50  # records taken by recency besides the lexical matches
-_WORD = re.compile(r"[\w']+", re.UNICODE)
-_STOP = frozenset("a an and are as at be by does for from has have how i in is it of on or that the this to was what when where which who why with".split())
 
 
 @dataclass
@@ -63,7 +64,9 @@ class RecallResult:
     items: list[RecallItem] = field(default_factory=list)
     tokens_used: int = 0
     omitted_for_budget: int = 0
-    candidates: int = 0
+    candidates: int = 0  # active records in the scope (the ranking's collection)
+    index: str = ""  # the index that ranked them
+    terms: list[str] = field(default_factory=list)  # the query as that index analysed it
 
 
 def parse_recall(data: Any) -> RecallQuery:
@@ -74,11 +77,12 @@ def parse_recall(data: Any) -> RecallQuery:
                        limit=body["limit"], token_budget=body.get("token_budget"))
 
 
-def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
-    """The hard filters, as one scoped database query."""
-    qs = records_in_scope(Actor.for_credential(credential)).filter(
-        purpose=q.purpose, status=Status.ACTIVE, expires_at__gt=now,
-    ).filter(Q(valid_from__isnull=True) | Q(valid_from__lte=now), Q(valid_to__isnull=True) | Q(valid_to__gt=now))
+def hard_filters(records: QuerySet[MemoryRecord], q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
+    """Recall's hard filters on an already tenant- and agent-scoped queryset: the purpose,
+    optionally one subject and some kinds, active, unexpired, valid now."""
+    qs = records.filter(purpose=q.purpose, status=Status.ACTIVE, expires_at__gt=now).filter(
+        Q(valid_from__isnull=True) | Q(valid_from__lte=now), Q(valid_to__isnull=True) | Q(valid_to__gt=now),
+    )
     if q.subject:
         qs = qs.filter(subject=q.subject)
     if q.kinds:
@@ -86,88 +90,83 @@ def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datet
     return qs
 
 
-def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None) -> RecallResult:
+def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
+    """The hard filters for an agent token, as one scoped database query."""
+    return hard_filters(records_in_scope(Actor.for_credential(credential)), q, now=now)
+
+
+def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None,
+           index: SearchIndex | str | None = None) -> RecallResult:
+    """What the token's agent recalls for `q`, ranked by `index` (an index or its name; None: the
+    active lexical index). Marks the returned records used."""
+    if not credential.allows_purpose(q.purpose):
+        raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+    now = now or timezone.now()
     with RECALL_LATENCY.time():
-        result = _recall(credential=credential, q=q, now=now)
+        result = _recall(agent=credential.agent, candidates=recall_candidates(credential, q, now=now), q=q, now=now,
+                         index=index, mark_used=True)
     RECALL_ITEMS.observe(len(result.items))
     return result
 
 
-def _recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None) -> RecallResult:
-    if not credential.allows_purpose(q.purpose):
-        raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+def recall_for_agent(*, agent: Agent, q: RecallQuery, now: datetime | None = None,
+                     index: SearchIndex | str | None = None, mark_used: bool = False) -> RecallResult:
+    """What `agent` would recall for `q`, with the same hard filters but no token (so no purpose
+    check): for golden runs and reviewer tools. Does not mark records used unless asked."""
     now = now or timezone.now()
-    candidates = recall_candidates(credential, q, now=now).select_related("kind")
-    pool = _pool(candidates, q.query, limit=max(settings.MEMORY_RECALL_CANDIDATES, q.limit))
-    terms = query_terms(q.query)
-    ranked = sorted(
-        (_score(record, lexical, terms, now) for record, lexical in pool),
-        key=lambda item: (-item.score, item.record.created_at),
-    )
-    result = RecallResult(candidates=len(ranked))
-    remaining = q.token_budget
-    for item in ranked:
-        if len(result.items) >= q.limit:
+    candidates = hard_filters(MemoryRecord.objects.filter(tenant_id=agent.tenant_id, agent_id=agent.pk), q, now=now)
+    return _recall(agent=agent, candidates=candidates, q=q, now=now, index=index, mark_used=mark_used)
+
+
+def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery, now: datetime,
+            index: SearchIndex | str | None, mark_used: bool) -> RecallResult:
+    kind_ids = tuple(MemoryKind.objects.filter(name__in=q.kinds).values_list("pk", flat=True)) if q.kinds else None
+    scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None,
+                  kind_ids=kind_ids)
+    for attempt in (1, 2):
+        serving = serving_index(index)
+        try:
+            result = _fill(serving, scope, candidates.select_related("kind"), q)
             break
-        if remaining is not None and item.tokens > remaining:
-            result.omitted_for_budget += 1
-            continue
-        result.items.append(item)
-        result.tokens_used += item.tokens
-        if remaining is not None:
-            remaining -= item.tokens
-    memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
+        except DatabaseError:
+            # The active index was replaced and its storage dropped between choosing it and reading
+            # it: choose again, once. Anything else is a real error.
+            if index is not None or attempt == 2 or connection.in_atomic_block or storage.storage_exists(serving.storage_name):
+                raise
+    if mark_used:
+        memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
     return result
 
 
-def query_terms(query: str) -> list[str]:
-    return [w for w in (t.lower() for t in _WORD.findall(query or "")) if w not in _STOP and len(w) > 1]
-
-
-def _pool(candidates: QuerySet[MemoryRecord], query: str, *, limit: int) -> list[tuple[MemoryRecord, float | None]]:
-    """A bounded set of candidates with their database lexical rank (None = score in Python)."""
-    terms = query_terms(query)
-    if connection.vendor != "postgresql" or not terms:
-        return [(record, None) for record in candidates.order_by("-confirmed_at")[:limit]]
-    ranked = _full_text_ranks(candidates, terms, limit=limit)
-    records = {record.pk: record for record in candidates.filter(pk__in=list(ranked))}
-    return [(records[pk], rank) for pk, rank in ranked.items() if pk in records]
-
-
-def _full_text_ranks(candidates: QuerySet[MemoryRecord], terms: list[str], *, limit: int) -> dict:
-    """PostgreSQL full-text rank of the best candidates matching any query term, then the most
-    recently confirmed candidates (rank 0) so a recall never comes back empty for want of words,
-    in one statement.
-
-    The hard-filtered candidates are materialised first and only they are matched: the GIN index
-    spans every tenant, and letting the planner start from it would search globally and filter by
-    tenant afterwards (slow for common words, and against the rule). Any term may match (OR), so a
-    question phrased in many words still finds records that share some of them; ts_rank_cd ranks
-    records that cover more terms, closer together, higher (flag 32 maps the rank into [0, 1))."""
-    tsquery = " | ".join(dict.fromkeys(term.replace("'", "") for term in terms))
-    scoped = (candidates.order_by().annotate(vector=RawSQL("memory_memoryrecord.search_vector", []))
-              .values("id", "vector", "confirmed_at"))
-    scoped_sql, scoped_params = scoped.query.sql_with_params()
-    sql = (
-        f"WITH scoped AS MATERIALIZED ({scoped_sql}), q AS (SELECT to_tsquery('english', %s) AS q) "
-        "(SELECT scoped.id, ts_rank_cd(scoped.vector, q.q, 32) AS rank FROM scoped, q WHERE scoped.vector @@ q.q "
-        " ORDER BY rank DESC, scoped.id LIMIT %s) "
-        "UNION ALL (SELECT scoped.id, 0 FROM scoped ORDER BY scoped.confirmed_at DESC LIMIT %s)"
-    )
-    ranks: dict = {}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (*scoped_params, tsquery, limit, RECENT_POOL))
-        for record_id, rank in cursor.fetchall():
-            ranks.setdefault(record_id, float(rank))  # a matched record keeps its rank
-    return ranks
-
-
-def _lexical_in_python(content: str, terms: list[str]) -> float:
-    if not terms:
-        return 0.0
-    words = set(query_terms(content))
-    hits = sum(1 for term in terms if term in words or any(w.startswith(term[:5]) for w in words if len(term) >= 5))
-    return hits / len(terms)
+def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], q: RecallQuery) -> RecallResult:
+    """Take ranked rows in batches, load each batch through the hard-filtered query (one query per
+    batch), and fill the budget in rank order."""
+    ranking = rank(index, scope, q.query)
+    rows = iter(ranking)
+    result = RecallResult(index=index.name, terms=ranking.terms)
+    remaining = q.token_budget
+    batch_size = max(2 * q.limit, 20)
+    while len(result.items) < q.limit:
+        batch: list[Ranked] = list(islice(rows, batch_size))
+        if not batch:
+            break
+        records = candidates.in_bulk([row.record_id for row in batch])
+        for row in batch:
+            record = records.get(row.record_id)
+            if record is None:  # the index holds a record the hard filters refuse: they decide
+                continue
+            item = _item(record, row)
+            if remaining is not None and item.tokens > remaining:
+                result.omitted_for_budget += 1
+                continue
+            result.items.append(item)
+            result.tokens_used += item.tokens
+            if remaining is not None:
+                remaining -= item.tokens
+            if len(result.items) >= q.limit:
+                break
+    result.candidates = ranking.scope_size
+    return result
 
 
 def estimate_tokens(text: str) -> int:
@@ -176,22 +175,20 @@ def estimate_tokens(text: str) -> int:
 
 
 def context_line(record: MemoryRecord) -> str:
+    """The record framed as dated data with a source, never as an instruction:
+    `[kind | authority | confirmed <date> | source <type> <uri> | observed <date>] content`
+    (`recorded <date>` when the source gave no observation time)."""
     source = " ".join(part for part in (record.source_type, record.source_uri) if part)
+    observed = (f"observed {record.observed_at:%Y-%m-%d}" if record.observed_at is not None
+                else f"recorded {record.created_at:%Y-%m-%d}")
     return (
-        f"[{record.kind.name} | {record.authority} | confirmed {record.confirmed_at:%Y-%m-%d} | source {source}] "
-        f"{record.content}"
+        f"[{record.kind.name} | {record.authority} | confirmed {record.confirmed_at:%Y-%m-%d} | source {source} | "
+        f"{observed}] {record.content}"
     )
 
 
-def _score(record: MemoryRecord, lexical_rank: float | None, terms: list[str], now: datetime) -> RecallItem:
-    lexical = lexical_rank if lexical_rank is not None else _lexical_in_python(record.content, terms)
-    age_days = max(0.0, (now - record.confirmed_at).total_seconds() / 86400)
-    parts = {
-        "lexical": round(LEXICAL_WEIGHT * lexical, 4),
-        "authority": AUTHORITY_WEIGHT.get(record.authority, 0.0),
-        "confidence": round(CONFIDENCE_WEIGHT * record.confidence, 4),
-        "recency": round(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS), 4),
-    }
+def _item(record: MemoryRecord, row: Ranked) -> RecallItem:
+    parts = {name: round(row.parts[name], 4) for name in PARTS}
     context = context_line(record)
     return RecallItem(record=record, score=round(sum(parts.values()), 4), score_parts=parts,
                       tokens=estimate_tokens(context), context=context)

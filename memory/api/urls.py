@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from memory.api.indexes import SearchIndexListView
 from memory.api.views import MemoryRecordViewSet, RecallView
 
 app_name = "memory-api"
@@ -12,5 +13,6 @@ router.register("memories", MemoryRecordViewSet, basename="memory")
 
 urlpatterns = [
     path("recall/", RecallView.as_view(), name="recall"),
+    path("indexes/", SearchIndexListView.as_view(), name="index-list"),
     *router.urls,
 ]

@@ -1,5 +1,9 @@
-"""Recall as a function: hard filters first, explainable ranking, token budget."""
+"""Recall as a function: hard filters first, explainable ranking (BM25 within the scope, the same on
+both databases), token budget."""
 
+import math
+import re
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -7,9 +11,19 @@ from django.utils import timezone
 
 from memory.errors import ScopeDenied, ValidationFailed
 from memory.models import MemoryRecord
-from memory.recall import parse_recall, recall
+from memory.recall import RecallQuery, parse_recall, recall, recall_for_agent
+from memory.search import ranking
+from memory.search.ranking import Ranked
+from memory.services import memory_retire
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def small_pages(monkeypatch):
+    """Read ranked rows a few at a time, so the paths that read further are taken."""
+    monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
+    monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
 
 
 def _recall(credential, **body):
@@ -44,10 +58,10 @@ def test_token_budget_skips_what_does_not_fit_and_counts_it(write, credential):
     write(content="short email note")
     write(content="email " + "very long text " * 60)
     write(content="another short email note")
-    result = _recall(credential, query="email", token_budget=60)
+    result = _recall(credential, query="email", token_budget=80)
     assert result.omitted_for_budget == 1
     assert len(result.items) == 2
-    assert result.tokens_used == sum(item.tokens for item in result.items) <= 60
+    assert result.tokens_used == sum(item.tokens for item in result.items) <= 80
 
 
 def test_purpose_not_allowed_is_denied(credential):
@@ -75,3 +89,194 @@ def test_a_record_sharing_only_some_query_words_still_ranks_first(write, credent
     assert result.items[0].record.pk == partial.pk
     assert result.items[0].score_parts["lexical"] > 0
     assert result.items[1].score_parts["lexical"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# BM25 ranking, the same on both databases
+
+K1, B = 1.2, 0.75
+# One scope: a rare word in one record, a common word repeated in most of the others. The old
+# ranking (ts_rank_cd over an OR of the words: 0.1 per occurrence of any word) put the record
+# saying "go" four times first; BM25 weighs the rare word.
+CORPUS = [
+    "Planning a roadtrip along the coast in June.",
+    "Go home.",
+    "Go to the office, go home.",
+    "Go to the office, go home, go to bed.",
+    "Go to the office, go home, go to bed, then go again.",
+    "Lunch with the team on Friday.",
+]
+
+
+def _bm25(corpus: list[str], terms: list[str]) -> list[float]:
+    """BM25 from first principles: within-scope idf, tf saturation (k1), length normalisation (b)
+    over whitespace-separated words; these words stem to themselves on both databases."""
+    words = [re.findall(r"[a-z]+", text.lower()) for text in corpus]
+    lengths = [len(text.split()) for text in corpus]
+    n, avgdl = len(corpus), sum(lengths) / len(corpus)
+    scores = []
+    for tokens, length in zip(words, lengths):
+        score = 0.0
+        for term in terms:
+            tf = tokens.count(term)
+            if tf:
+                df = sum(1 for other in words if term in other)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+        scores.append(score)
+    return scores
+
+
+def test_a_rare_word_outranks_a_common_word_repeated_in_many_records(write, credential):
+    records = [write(content=text) for text in CORPUS]
+    result = _recall(credential, query="did we go on that roadtrip?")
+
+    expected = _bm25(CORPUS, ["go", "roadtrip"])
+    assert result.terms == ["go", "roadtrip"]  # stop words dropped, each term once
+    assert result.items[0].record.pk == records[0].pk
+    assert [item.record.pk for item in result.items] == [
+        records[i].pk for i in sorted(range(len(CORPUS)), key=lambda i: -expected[i])
+    ]
+    by_id = {item.record.pk: item.score_parts["lexical"] for item in result.items}
+    assert [by_id[record.pk] for record in records] == [pytest.approx(score, abs=1e-4) for score in expected]
+    assert result.candidates == len(CORPUS)
+
+
+def test_each_query_term_counts_once_whatever_its_form(write, credential):
+    for text in CORPUS:
+        write(content=text)
+    once = _recall(credential, query="go roadtrip")
+    repeated = _recall(credential, query="Going? go, GO... roadtrip roadtrip")
+    assert repeated.terms == once.terms == ["go", "roadtrip"]
+    assert [(i.record.pk, i.score_parts["lexical"]) for i in repeated.items] == [
+        (i.record.pk, i.score_parts["lexical"]) for i in once.items]
+
+
+def test_term_rarity_is_counted_within_the_scope_not_across_agents(write, credential, tenant, make_credential):
+    records = [write(content=text) for text in CORPUS]
+    before = _recall(credential, query="go roadtrip")
+    other = make_credential(tenant, agent_slug="travel-bot")
+    for n in range(5):
+        write(credential_=other, content=f"Roadtrip number {n}: the coast again.")
+    after = _recall(credential, query="go roadtrip")
+    assert [(i.record.pk, i.score_parts["lexical"]) for i in after.items] == [
+        (i.record.pk, i.score_parts["lexical"]) for i in before.items]
+    assert after.items[0].record.pk == records[0].pk
+
+
+def test_rarity_follows_the_subject_when_the_recall_names_one(write, credential):
+    write(content="Roadtrip to the coast.", subject="customer/acme")
+    for n in range(4):
+        write(content=f"Roadtrip {n} planned.", subject="customer/globex")
+    acme_only = _recall(credential, query="roadtrip", subject="customer/acme")
+    everyone = _recall(credential, query="roadtrip")
+    assert acme_only.candidates == 1 and everyone.candidates == 5
+    # one record in one: rare there; in five of five it is no signal at all
+    assert acme_only.items[0].score_parts["lexical"] > everyone.items[0].score_parts["lexical"]
+
+
+def test_stemming_matches_other_forms_of_a_word(write, credential):
+    write(content="The office plant needs water on Mondays.")
+    contact = write(content="Acme contacts us through the ticket portal.")
+    result = _recall(credential, query="how is acme contacted")
+    assert result.items[0].record.pk == contact.pk and result.items[0].score_parts["lexical"] > 0
+
+
+def test_a_query_of_stop_words_only_is_ranked_by_the_other_parts(write, credential):
+    low, high, middle = (write(content=f"Note {n}.", confidence=c) for n, c in ((1, 0.2), (2, 0.9), (3, 0.5)))
+    result = _recall(credential, query="what is the, and of it?")
+    assert result.terms == []
+    assert [item.record.pk for item in result.items] == [high.pk, middle.pk, low.pk]
+    assert all(item.score_parts["lexical"] == 0 for item in result.items)
+
+
+@pytest.mark.parametrize("query", [
+    "'' foo", "'", "''''", "foo'", "\\ foo \\\\", "foo & | ! ( ) : * <-> bar", 'foo "bar', 'NEAR(foo bar) OR AND NOT',
+    "foo:* ^bar {baz} -qux +quux", "\x00foo", "\ud800foo", "ａｃｍｅ ｆｏｏ", "😀 foo", "x" * 1000,
+])
+def test_no_query_text_can_break_the_full_text_search(write, credential, query):
+    match = write(content="The foo widget is blue.")
+    # Straight to recall (the API refuses NUL and lone surrogates before this): never a database error.
+    result = recall(credential=credential, q=RecallQuery(query=query, purpose="support"))
+    if "foo" in query.replace("ｆｏｏ", "foo"):
+        assert result.items[0].record.pk == match.pk
+
+
+def test_an_older_match_is_found_behind_many_newer_records(write, credential, small_pages):
+    old = write(content="The roadtrip starts in Lisbon.")
+    MemoryRecord.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=90),
+                                                  confirmed_at=timezone.now() - timedelta(days=90))
+    for n in range(12):
+        write(content=f"Unrelated note number {n}.")
+    result = _recall(credential, query="roadtrip", limit=3)
+    assert result.items[0].record.pk == old.pk
+
+
+def test_score_parts_name_every_part_and_the_score_is_their_sum(write, credential):
+    write(content="Acme wants invoices by email.")
+    write(content="Unrelated.")
+    for item in _recall(credential, query="invoices").items:
+        assert set(item.score_parts) == {"lexical", "authority", "confidence", "recency"}
+        assert item.score == pytest.approx(sum(item.score_parts.values()), abs=1e-9)
+
+
+def test_ties_are_broken_by_relevance_before_age():
+    older_but_relevant = Ranked(uuid.uuid4(), {"lexical": 1.0, "authority": 0.5, "confidence": 0.25, "recency": 0.25}, 1.0)
+    newer = Ranked(uuid.uuid4(), {"lexical": 0.5, "authority": 1.0, "confidence": 0.25, "recency": 0.25}, 2.0)
+    newest_same_relevance = Ranked(uuid.uuid4(), {"lexical": 0.5, "authority": 1.0, "confidence": 0.25, "recency": 0.25}, 3.0)
+    ordered = sorted([newer, newest_same_relevance, older_but_relevant], key=Ranked.sort_key)
+    assert ordered == [older_but_relevant, newest_same_relevance, newer]
+
+
+def test_context_line_says_when_the_claim_was_observed_and_last_confirmed(write, credential):
+    record = write(content="Acme wants invoices by email.", provenance={"observed_at": "2026-10-02T08:00:00Z"})
+    (item,) = _recall(credential, query="invoices").items
+    confirmed = f"{record.confirmed_at:%Y-%m-%d}"
+    assert item.context == (f"[preference | user | confirmed {confirmed} | source user_turn {record.source_uri} | "
+                            f"observed 2026-10-02] Acme wants invoices by email.")
+
+
+def test_a_record_leaves_recall_ranking_the_moment_it_stops_being_active(write, credential, reviewer_actor):
+    kept = write(content="Roadtrip to the coast.")
+    gone = write(content="Roadtrip to the mountains.")
+    assert {i.record.pk for i in _recall(credential, query="roadtrip").items} == {kept.pk, gone.pk}
+    memory_retire(record_id=gone.pk, expected_version=gone.version, actor=reviewer_actor, note="")
+    result = _recall(credential, query="roadtrip")
+    assert [i.record.pk for i in result.items] == [kept.pk] and result.candidates == 1
+
+
+def test_recall_for_agent_applies_the_hard_filters_without_a_token(write, credential, tenant, make_credential):
+    mine = write(content="Roadtrip to the coast.")
+    write(content="Roadtrip for billing.", purpose="billing", credential_=make_credential(tenant, purposes=("billing",)))
+    result = recall_for_agent(agent=credential.agent, q=RecallQuery(query="roadtrip", purpose="support"))
+    assert [i.record.pk for i in result.items] == [mine.pk]
+    mine.refresh_from_db()
+    assert mine.last_used_at is None  # golden runs and reviewer tools do not count as use
+
+
+def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, credential, monkeypatch):
+    words = ["roadtrip", "coast", "office", "invoice", "lunch", "go"]
+    for n in range(24):
+        text = " ".join(words[(n * k) % len(words)] for k in range(1, 2 + n % 5))
+        write(content=f"{text} note {n}.", confidence=round(0.3 + (n % 7) / 10, 2),
+              authority="agent" if n % 4 == 0 else "user",
+              provenance={"source_type": "agent_inference"} if n % 4 == 0 else {})
+    query = {"query": "roadtrip coast go lunch", "limit": 50}
+    full = _recall(credential, **query)
+    monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
+    monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
+    paged = _recall(credential, **query)
+    assert [(i.record.pk, i.score_parts) for i in paged.items] == [(i.record.pk, i.score_parts) for i in full.items]
+    scores = [item.score for item in full.items]
+    assert scores == sorted(scores, reverse=True)
+    assert len(full.items) == full.candidates == MemoryRecord.objects.filter(status="active").count()
+    assert any(item.score_parts["lexical"] == 0 for item in full.items)  # non-matches follow, by their priors
+
+
+def test_recall_runs_a_fixed_number_of_queries_whatever_the_scope_size(write, credential, django_assert_max_num_queries):
+    for n in range(30):
+        write(content=f"Roadtrip note {n} about the coast.", subject=f"customer/{n % 3}")
+    _recall(credential, query="roadtrip coast", kinds=["preference"])  # warm: the default index exists
+    with django_assert_max_num_queries(20):  # analysis, statistics, scoring, one load, mark used
+        result = _recall(credential, query="roadtrip coast lunch", kinds=["preference"], limit=20)
+    assert len(result.items) == 20

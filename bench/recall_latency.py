@@ -1,0 +1,182 @@
+"""Recall latency with BM25 at scale: p50/p95 through the HTTP API (gunicorn) for a scope of 100,000
+active records (one tenant, agent and purpose) in a database of about a million, plus the time to
+rebuild the lexical index over all of them.
+
+    .venv/bin/python -m bench.recall_latency --fresh            # create gm_recall_bench, seed, rebuild, measure
+    .venv/bin/python -m bench.recall_latency                    # measure again on the existing data
+    .venv/bin/python -m bench.recall_latency --fresh --scope 20000 --others 80000 --recalls 100   # quick
+
+Content is drawn from a synthetic vocabulary of 8,000 words with a Zipf-like (log-uniform rank)
+distribution, 8 to 40 words a record, so some query words are rare and some occur in a large share
+of the scope, as in real notes. Query classes:
+- rare: three words from the vocabulary's tail (each in well under 1% of the scope);
+- mixed: one common word and two rarer ones;
+- common: three words from the 20 most frequent (each in several percent of the scope);
+- stop words only: no usable term (ranked by the priors alone).
+Each class is measured purpose-wide (all 100,000 records) and subject-scoped (about 100).
+The records are seeded with triggers off and the index is then rebuilt with `rebuild_index
+--wait`, which is also the figure for a full rebuild.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import time
+
+import psycopg
+
+from bench.run import PY, ROOT, Server, app_env, manage, percentile, post_json
+
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/gm_recall_bench"
+SYLLABLES = "ka lo mi ne ru ta vo zi be do fu ga hi ju ke li mo nu pa ri".split()
+VOCABULARY = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES]  # 8,000 words
+SUBJECTS = 1000
+OTHER_TENANTS = 9
+
+
+def _seed_scope(cur, *, tenant_id: int, agent_id: int, kind_id: int, count: int, purpose: str, seed: int) -> None:
+    cur.execute("SELECT setseed(%s)", (seed / 1000.0,))
+    cur.execute(
+        """
+        INSERT INTO memory_memoryrecord (id, tenant_id, agent_id, subject, purpose, kind_id, content, content_hash,
+          source_type, source_uri, session_id, turn_id, tool, source_version, observed_at, contaminated, authority,
+          trust, quarantine_reason, reviewed_by_id, reviewed_at, confidence, created_at, valid_from, valid_to,
+          confirmed_at, expires_at, last_used_at, status, status_changed_at, version, supersedes_id)
+        SELECT gen_random_uuid(), %(tenant)s, %(agent)s, 'subject/' || (g %% %(subjects)s), %(purpose)s, %(kind)s,
+               c.content, 'sha256:' || encode(sha256(convert_to(c.content, 'UTF8')), 'hex'),
+               'user_turn', 'chat://bench/' || g, 's-' || (g / 20), (g %% 20)::text, '', '', now() - interval '1 day',
+               false, CASE WHEN (g * 7919) %% 10 = 0 THEN 'third_party' ELSE 'user' END, 'trusted', '', NULL, NULL,
+               0.5 + ((g * 40503::bigint) %% 50) / 100.0, x.at, NULL, NULL, x.at, x.at + interval '400 days', NULL,
+               'active', x.at, 1, NULL
+        FROM generate_series(1, %(count)s) AS g
+        -- ages, confidences and authorities spread independently of each other (multiplicative hashes)
+        CROSS JOIN LATERAL (SELECT now() - ((g * 2654435761::bigint) %% 1000003) / 1000003.0 * interval '300 days' AS at) AS x
+        CROSS JOIN LATERAL (
+            SELECT string_agg((%(words)s::text[])[floor(exp(random() * ln(cardinality(%(words)s::text[]))))::int], ' ')
+                   AS content
+            FROM generate_series(1, 8 + (g %% 33)) AS i
+        ) AS c
+        """,
+        {"tenant": tenant_id, "agent": agent_id, "kind": kind_id, "count": count, "subjects": SUBJECTS,
+         "purpose": purpose, "words": VOCABULARY},
+    )
+
+
+def seed(dsn: str, scope: int, others: int) -> dict:
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute("SET session_replication_role = replica")  # no triggers: the index is rebuilt after
+        cur.execute("SELECT id FROM memory_memorykind WHERE name = 'episodic'")
+        kind_id = cur.fetchone()[0]
+        cur.execute("SELECT t.id, a.id FROM memory_tenant t JOIN memory_agent a ON a.tenant_id = t.id "
+                    "WHERE t.slug = 'bench-recall' AND a.slug = 'agent-0'")
+        tenant_id, agent_id = cur.fetchone()
+        _seed_scope(cur, tenant_id=tenant_id, agent_id=agent_id, kind_id=kind_id, count=scope, purpose="support", seed=1)
+        for n in range(OTHER_TENANTS):
+            cur.execute("INSERT INTO memory_tenant (slug, name, created_at) VALUES (%s, '', now()) RETURNING id",
+                        (f"bench-other-{n}",))
+            other_tenant = cur.fetchone()[0]
+            cur.execute("INSERT INTO memory_agent (tenant_id, slug, name, created_at) VALUES (%s, 'agent-0', '', now()) "
+                        "RETURNING id", (other_tenant,))
+            other_agent = cur.fetchone()[0]
+            _seed_scope(cur, tenant_id=other_tenant, agent_id=other_agent, kind_id=kind_id, count=others // OTHER_TENANTS,
+                        purpose="support", seed=n + 2)
+        conn.commit()
+        cur.execute("SELECT count(*) FROM memory_memoryrecord")
+        total = cur.fetchone()[0]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE memory_memoryrecord")
+    return {"records": total, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def prepare(dsn: str, scope: int, others: int) -> dict:
+    admin_dsn = dsn.rsplit("/", 1)[0] + "/postgres"
+    dbname = dsn.rsplit("/", 1)[1]
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{dbname}"')
+    manage(dsn, "migrate", "--noinput", "-v0")
+    manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0", "--purposes", "support")
+    seeded = seed(dsn, scope, others)
+    started = time.perf_counter()
+    out = subprocess.run([PY, "manage.py", "rebuild_index", "lexical-default", "--wait"], cwd=ROOT, env=app_env(dsn),
+                         check=True, capture_output=True, text=True).stdout
+    summary = json.loads(out.strip().splitlines()[-1])
+    return {"seed": seeded, "rebuild_seconds": round(time.perf_counter() - started, 1), "index": summary}
+
+
+def queries(dsn: str, n: int) -> dict[str, list[str]]:
+    """Query words by how many records of the scope hold them (document frequency)."""
+    rng = random.Random(7)
+    ranks = [1, 20, 100, 2000, 8000]
+    with psycopg.connect(dsn) as conn:  # words are six letters, so LIKE finds whole words only
+        rows = conn.execute(
+            "SELECT word, (SELECT count(*) FROM memory_memoryrecord r JOIN memory_tenant t ON t.id = r.tenant_id "
+            "WHERE t.slug = 'bench-recall' AND r.content LIKE '%%' || word || '%%') FROM unnest(%s::text[]) AS word",
+            ([VOCABULARY[rank - 1] for rank in ranks],)).fetchall()
+    frequency = {f"word of rank {rank}": count for rank, (_, count) in zip(ranks, rows)}
+    common = VOCABULARY[:20]
+    rare = VOCABULARY[2000:]
+    middle = VOCABULARY[100:2000]
+    return {
+        "rare": [" ".join(rng.sample(rare, 3)) for _ in range(n)],
+        "mixed": [" ".join([rng.choice(common), *rng.sample(middle, 2)]) for _ in range(n)],
+        "common": [" ".join(rng.sample(common, 3)) for _ in range(n)],
+        "stop words only": ["what is it about the" for _ in range(n)],
+        "_df": frequency,
+    }
+
+
+def measure(dsn: str, n: int) -> dict:
+    token = manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0",
+                   "--purposes", "support").strip().splitlines()[-1]
+    plan = queries(dsn, n)
+    document_frequency = plan.pop("_df")
+    server = Server(dsn)
+    results = {}
+    try:
+        for _ in range(10):  # warm the workers and the caches
+            post_json(server.base + "/api/v1/recall/", token, {"query": "kaloma", "purpose": "support"})
+        for label, texts in plan.items():
+            for scope in ("purpose", "subject"):
+                timings, matched = [], []
+                for i, text in enumerate(texts):
+                    body = {"query": text, "purpose": "support", "limit": 10, "token_budget": 800}
+                    if scope == "subject":
+                        body["subject"] = f"subject/{i % SUBJECTS}"
+                    status, payload, seconds = post_json(server.base + "/api/v1/recall/", token, body)
+                    assert status == 200, (status, payload)
+                    timings.append(seconds)
+                    matched.append(len(payload["items"]))
+                results[f"{label}, {scope}-wide" if scope == "purpose" else f"{label}, subject-scoped"] = {
+                    "p50_ms": round(percentile(timings, 0.5) * 1000, 1), "p95_ms": round(percentile(timings, 0.95) * 1000, 1),
+                    "items": round(sum(matched) / len(matched), 1),
+                }
+    finally:
+        server.stop()
+    return {"recall": results, "document_frequency": document_frequency}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dsn", default=os.environ.get("BENCH_RECALL_DATABASE_URL", DEFAULT_DSN))
+    parser.add_argument("--fresh", action="store_true", help="drop, migrate, seed and rebuild the index")
+    parser.add_argument("--scope", type=int, default=100_000, help="records in the measured scope")
+    parser.add_argument("--others", type=int, default=900_000, help="records in other tenants")
+    parser.add_argument("--recalls", type=int, default=200, help="recalls per query class and scope")
+    args = parser.parse_args()
+    report = {}
+    if args.fresh:
+        report["setup"] = prepare(args.dsn, args.scope, args.others)
+        print(json.dumps(report["setup"]), flush=True)
+    report.update(measure(args.dsn, args.recalls))
+    print("| query class | p50 | p95 | items |\n|---|---|---|---|")
+    for label, figures in report["recall"].items():
+        print(f"| {label} | {figures['p50_ms']} ms | {figures['p95_ms']} ms | {figures['items']} |")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""`GET /api/v1/indexes/` (reviewers): every search index with its recipe, status, inputs,
+coverage and the golden-recall gate's verdict from its last promotion attempt.
+
+Indexes span tenants; a gate report lists tenants by slug, so a reviewer sees only the entries of
+the tenants they review (a superuser sees all)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.api.authentication import request_actor
+from memory.api.permissions import IsReviewer
+from memory.api.views import PROBLEMS
+from memory.models import Tenant
+from memory.search.models import SearchIndex
+
+
+def _visible(report: dict, slugs: set[str] | None) -> dict:
+    """A gate report with per-tenant entries limited to `slugs` (None: all)."""
+    if slugs is None or not isinstance(report, dict):
+        return report
+    shown = dict(report)
+    if isinstance(report.get("tenants"), dict):
+        shown["tenants"] = {slug: entry for slug, entry in report["tenants"].items() if slug in slugs}
+    if isinstance(report.get("failed_tenants"), list):
+        shown["failed_tenants"] = [slug for slug in report["failed_tenants"] if slug in slugs]
+    return shown
+
+
+class SearchIndexSerializer(serializers.ModelSerializer):
+    inputs = serializers.JSONField(help_text='{"records": N, "up_to": "<time>"}: what the index was built from.')
+    promotion = serializers.SerializerMethodField(help_text="The last promotion decision, without the gate reports.")
+    golden = serializers.SerializerMethodField(help_text="The golden-recall gate's report at the last promotion attempt.")
+
+    class Meta:
+        model = SearchIndex
+        fields = ["name", "kind", "recipe", "status", "built_at", "inputs", "coverage", "created_at", "status_changed_at",
+                  "promotion", "golden"]
+
+    def get_promotion(self, index: SearchIndex) -> dict | None:
+        promotion = index.report.get("promotion")
+        return {k: v for k, v in promotion.items() if k != "gates"} if promotion else None
+
+    def get_golden(self, index: SearchIndex) -> dict | None:
+        gates = (index.report.get("promotion") or {}).get("gates") or {}
+        golden = [report for name, report in gates.items() if "golden" in name]
+        return _visible(golden[0], self.context.get("tenant_slugs")) if golden else None
+
+
+class SearchIndexListView(APIView):
+    permission_classes = [IsReviewer]
+
+    @extend_schema(summary="Search indexes: recipes, status, inputs and golden-recall verdicts (reviewers)",
+                   responses={200: SearchIndexSerializer(many=True), **{code: PROBLEMS[code] for code in (401, 403, 429)}})
+    def get(self, request: Request) -> Response:
+        actor = request_actor(request)
+        slugs = None if actor.tenant_ids is None else set(Tenant.objects.filter(pk__in=actor.tenant_ids).values_list("slug", flat=True))
+        indexes = SearchIndex.objects.order_by("kind", "-created_at", "-pk")
+        return Response(SearchIndexSerializer(indexes, many=True, context={"tenant_slugs": slugs}).data)

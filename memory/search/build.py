@@ -1,0 +1,235 @@
+"""The life of a search index, and the only code that changes its status:
+
+    request_rebuild -> building --build_index--> candidate --promote_index (gates pass)--> active
+                                                     |                                   |
+                                                     '-- gates fail: stays candidate     '-- replaced: retired
+
+- `request_rebuild(name, recipe)` names what to build: a new index, an existing non-active one
+  (rebuilt in place with its or a new recipe), or, for the active index, a successor built beside
+  it (`<name>-r<time>`), so the active one keeps serving until the successor is promoted.
+- `build_index` fills the storage from the active records (the triggers keep it current from the
+  start) and makes it a candidate with its inputs, coverage and build figures.
+- `promote_index` runs the registered promotion gates against the active index of the kind and
+  swaps them only if every gate passes; the replaced index is retired and its storage dropped.
+  A failing candidate stays a candidate, with the gates' report.
+- `ensure_active_index` gives recall an index when none of the kind exists (a new database, or a
+  test database after a flush): the default recipe, built at once, active without gates (there is
+  nothing to compare it with).
+
+Every status change saves the row with a history reason (`index.build`, `index.promote`, ...).
+The Celery task `memory.tasks.build_search_index` and `manage.py rebuild_index` call
+`build_and_promote`; both are safe to repeat (only a `building` index is built, only a
+`candidate` promoted).
+"""
+
+import logging
+import re
+import time
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from memory.errors import Conflict, RecordNotFound, ValidationFailed
+from memory.models import MemoryRecord, Status
+from memory.search import storage
+from memory.search.gates import run_promotion_gates
+from memory.search.models import IndexKind, IndexStatus, SearchIndex
+from memory.search.recipes import complete_recipe
+
+logger = logging.getLogger("memory.search")
+
+DEFAULT_NAME = {IndexKind.LEXICAL: "lexical-default"}
+SUCCESSOR = re.compile(r"-r\d{14}$")  # the suffix of an index built to replace the one it is named after
+
+
+def _set(index: SearchIndex, *, reason: str, actor: str, **changes) -> SearchIndex:
+    """Save the index with `changes`, one history row naming the reason and the actor."""
+    if "status" in changes and changes["status"] != index.status:
+        changes["status_changed_at"] = timezone.now()
+    for name, value in changes.items():
+        setattr(index, name, value)
+    index._change_reason = reason
+    index._history_actor = actor
+    index.save()
+    return index
+
+
+def _stamp() -> str:
+    return timezone.now().strftime("%Y%m%d%H%M%S")
+
+
+# --------------------------------------------------------------------------------------------
+# request, build, promote
+
+
+def request_rebuild(*, name: str, recipe: dict | None = None, kind: str = IndexKind.LEXICAL,
+                    actor: str = "system") -> SearchIndex:
+    """The index `rebuild_index NAME` builds, in status `building` (see the module docstring).
+    `recipe` replaces the recipe (validated and completed); without it the index keeps its own,
+    and a new index takes the active one's (or the default)."""
+    if not name or len(name) > 80 or not name.replace("-", "").replace("_", "").isalnum() or not name.isascii():
+        raise ValidationFailed("An index name is 1 to 80 letters, digits, '-' or '_'.", errors={"name": ["Invalid name."]})
+    with transaction.atomic():
+        existing = SearchIndex.objects.select_for_update().filter(name=name).first()
+        if existing is not None and existing.kind != kind:
+            raise ValidationFailed(f"Index '{name}' is a {existing.kind} index.", errors={"kind": ["Does not match."]})
+        if existing is not None and existing.status == IndexStatus.BUILDING:
+            if recipe is not None:
+                _set(existing, reason="index.rebuild", actor=actor, recipe=complete_recipe(kind, recipe))
+            return existing  # a build already asked for (or killed mid-way): build it
+        if existing is not None and existing.status != IndexStatus.ACTIVE:
+            new_recipe = complete_recipe(kind, recipe if recipe is not None else existing.recipe)
+            if existing.status == IndexStatus.CANDIDATE:
+                storage.drop_storage(existing.storage_name)
+            return _set(existing, reason="index.rebuild", actor=actor, status=IndexStatus.BUILDING, recipe=new_recipe,
+                        inputs={}, coverage=None, built_at=None, report={})
+        base = existing or SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
+        new_recipe = complete_recipe(kind, recipe if recipe is not None else (base.recipe if base else None))
+        new_name = f"{SUCCESSOR.sub('', name)}-r{_stamp()}" if existing is not None else name
+        index = SearchIndex(name=new_name, kind=kind, recipe=new_recipe, status=IndexStatus.BUILDING,
+                            report={"replaces": existing.name} if existing is not None else {})
+        index._change_reason, index._history_actor = "index.create", actor
+        try:
+            with transaction.atomic():
+                index.save()
+        except IntegrityError:
+            raise Conflict(f"An index named '{new_name}' already exists.", code="index_exists") from None
+        return index
+
+
+def build_index(index_id: int, *, actor: str = "system") -> SearchIndex:
+    """Fill a `building` index's storage and make it a candidate; anything else is left as it is.
+    A failed build drops the storage and retires the index with the error's type in its report."""
+    index = SearchIndex.objects.get(pk=index_id)
+    if index.status != IndexStatus.BUILDING:
+        return index
+    started, up_to = time.monotonic(), timezone.now()
+    try:
+        held = storage.build_storage(index.storage_name, index.recipe)
+    except Exception as exc:
+        logger.exception("index build failed", extra={"index": index.name})
+        storage.drop_storage(index.storage_name)
+        _set(index, reason="index.build_failed", actor=actor, status=IndexStatus.RETIRED,
+             report={**index.report, "build": {"error": type(exc).__name__}})
+        raise
+    eligible = MemoryRecord.objects.filter(status=Status.ACTIVE).count()
+    build = {"records": held, "seconds": round(time.monotonic() - started, 3), "database": connection.vendor}
+    return _set(index, reason="index.build", actor=actor, status=IndexStatus.CANDIDATE, built_at=timezone.now(),
+                inputs={"records": held, "up_to": up_to.isoformat()},
+                coverage=min(1.0, held / eligible) if eligible else 1.0, report={**index.report, "build": build})
+
+
+def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex, bool]:
+    """Run the promotion gates for a candidate against the active index of its kind; if all pass,
+    the candidate becomes active and the active one is retired (its storage dropped after the
+    commit). Returns the index and whether it was promoted."""
+    candidate = SearchIndex.objects.get(pk=index_id)
+    if candidate.status != IndexStatus.CANDIDATE:
+        return candidate, candidate.status == IndexStatus.ACTIVE
+    active = SearchIndex.objects.filter(kind=candidate.kind, status=IndexStatus.ACTIVE).first()
+    passed, gates = run_promotion_gates(candidate, active)
+    decided_at = timezone.now()
+    with transaction.atomic():
+        locked = {i.pk: i for i in SearchIndex.objects.select_for_update().filter(kind=candidate.kind).order_by("pk")}
+        candidate = locked[candidate.pk]
+        current = next((i for i in locked.values() if i.status == IndexStatus.ACTIVE), None)
+        promotion = {"passed": passed, "gates": gates, "against": active.name if active else None,
+                     "decided_at": decided_at.isoformat()}
+        if candidate.status != IndexStatus.CANDIDATE:
+            return candidate, candidate.status == IndexStatus.ACTIVE
+        if (current.pk if current else None) != (active.pk if active else None):
+            promotion.update(passed=False, note="The active index changed while the gates ran; rebuild to try again.")
+            passed = False
+        if not passed:
+            _set(candidate, reason="index.gates_failed", actor=actor, report={**candidate.report, "promotion": promotion})
+            return candidate, False
+        if current is not None:
+            _set(current, reason="index.retire", actor=actor, status=IndexStatus.RETIRED,
+                 report={**current.report, "retired_by": candidate.name})
+            name = current.storage_name
+            transaction.on_commit(lambda: storage.drop_storage(name))
+        _set(candidate, reason="index.promote", actor=actor, status=IndexStatus.ACTIVE,
+             report={**candidate.report, "promotion": promotion})
+    return candidate, True
+
+
+def build_and_promote(index_id: int, *, actor: str = "system") -> SearchIndex:
+    build_index(index_id, actor=actor)
+    index, _ = promote_index(index_id, actor=actor)
+    return index
+
+
+def index_summary(index: SearchIndex) -> dict:
+    return {
+        "name": index.name, "kind": index.kind, "status": index.status, "recipe": index.recipe, "inputs": index.inputs,
+        "coverage": index.coverage, "built_at": index.built_at.isoformat() if index.built_at else None,
+        "promotion": {k: v for k, v in index.report.get("promotion", {}).items() if k != "gates"} or None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# serving
+
+
+def ensure_active_index(kind: str = IndexKind.LEXICAL) -> SearchIndex:
+    """The active index of `kind`; when there is none, the default one built now (in this
+    transaction) and made active. Storage left behind by indexes whose rows are gone (a flushed
+    test database) is dropped first."""
+    active = SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
+    if active is not None:
+        return active
+    if kind not in DEFAULT_NAME:
+        raise Conflict(f"No active {kind} index.", code="no_active_index")
+    with transaction.atomic():
+        if connection.vendor == "postgresql":  # one bootstrap at a time
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext('memory.search.bootstrap'))")
+        active = SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
+        if active is not None:
+            return active
+        stored = SearchIndex.objects.filter(status__in=[IndexStatus.BUILDING, IndexStatus.CANDIDATE])
+        storage.drop_storage_except(i.storage_name for i in stored)
+        name = DEFAULT_NAME[kind]
+        if SearchIndex.objects.filter(name=name).exists():
+            name = f"{name}-r{_stamp()}"
+        index = SearchIndex(name=name, kind=kind, recipe=complete_recipe(kind, None), status=IndexStatus.BUILDING)
+        index._change_reason, index._history_actor = "index.bootstrap", "system"
+        index.save()
+        build_index(index.pk)
+        index.refresh_from_db()
+        return _set(index, reason="index.bootstrap", actor="system", status=IndexStatus.ACTIVE,
+                    report={**index.report, "promotion": {"passed": True, "gates": {}, "against": None,
+                                                          "note": "First index of its kind: nothing to compare with."}})
+
+
+def serving_index(index: SearchIndex | str | None = None, *, kind: str = IndexKind.LEXICAL) -> SearchIndex:
+    """The index a recall reads: the one given (an instance or a name), or the active one of `kind`.
+    An index that is still building, or retired, cannot answer."""
+    if index is None:
+        return ensure_active_index(kind)
+    if isinstance(index, str):
+        found = SearchIndex.objects.filter(name=index).first()
+        if found is None:
+            raise RecordNotFound(f"No index named '{index}'.", errors={"index": ["No such index."]})
+        index = found
+    if not index.serves:
+        raise Conflict(f"Index '{index.name}' is {index.status} and cannot answer recall.", code="index_not_serving")
+    return index
+
+
+def repair_storage(**kwargs) -> list[str]:
+    """Rebuild every stored index whose tables or triggers are missing; returns their names.
+    Connected to post_migrate: on SQLite a migration that rebuilds the records table drops the
+    triggers with it, and an index that silently stopped following the records would rank
+    from stale data."""
+    repaired = []
+    for index in SearchIndex.objects.filter(status__in=[IndexStatus.BUILDING, IndexStatus.CANDIDATE, IndexStatus.ACTIVE]):
+        if index.status == IndexStatus.BUILDING:
+            continue  # its build (re)creates everything
+        if storage.storage_exists(index.storage_name) and storage.triggers_present(index.storage_name):
+            continue
+        logger.warning("search index storage incomplete: rebuilt", extra={"index": index.name})
+        held = storage.build_storage(index.storage_name, index.recipe)
+        _set(index, reason="index.repair", actor="system", inputs={"records": held, "up_to": timezone.now().isoformat()})
+        repaired.append(index.name)
+    return repaired

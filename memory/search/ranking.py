@@ -1,0 +1,486 @@
+"""Recall's ranking, defined once: BM25 lexical relevance within the hard-filtered scope, plus three
+bounded priors (authority, confidence, recency). `score` is the sum of the parts and the rows come
+out in that order (ties: lexical relevance, then the most recently confirmed, then the id).
+
+Lexical relevance is Okapi BM25 over the scope (tenant, agent, purpose, optional subject and kinds)
+and nothing wider:
+
+    lexical = sum over the distinct query terms t the record contains of
+              idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclen / avgdl))
+    idf(t)  = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+The collection is the scope's active records: N, avgdl and df(t) are counted there at query time,
+so a word rare for this agent (and subject) weighs more than one that opens half its memories. A
+record past its expiry that the expire job has not marked yet, or outside its valid window, still
+counts in these statistics but is never returned. tf is how often the term's stem occurs in the
+record, doclen its word count; k1 and b come from the index recipe. Query terms are the recipe's
+analysis of the query (stemmed, stop words dropped, each distinct stem once); they reach the
+database only as bound parameters inside quoted operands, so no text can make the search invalid.
+
+The priors, each bounded: authority (operator 1.0 ... agent 0.3), confidence (0.5 x the writer's
+confidence) and recency (0.5 ** (days since confirmed / 30)). A record that shares no term with
+the query can still be returned after the matches, ranked by its priors (and ahead of a match
+whose total is lower); a query without usable terms is ranked by the priors alone.
+
+How the rows are found without scoring the whole scope:
+- PostgreSQL: collection statistics come from the index's statistics table and GIN counts. The
+  terms are taken rarest first (MaxScore): the records containing the rarest term are scored in
+  full, then those containing the next but not the rarer ones, and so on, each step only when the
+  best score still to be found could beat the next row (its bound is the most the remaining terms
+  and the priors can add), so a rare word settles a query after one small step. The records
+  matching no term come newest-confirmed first (an index), yielded once nothing unread can beat
+  them (threshold algorithm). The result is exact; only the amount of work depends on the data.
+- SQLite (the embedded default, smaller): every matching record is scored in one statement (FTS5
+  matches per term within the scope's tokens; tf counted from `highlight()`), and the rest ranked
+  by their priors in another.
+"""
+
+import heapq
+import json
+import math
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
+from django.db import connection
+
+from memory.models import Authority
+from memory.search import storage
+from memory.search.models import SearchIndex
+from memory.search.recipes import ANALYSERS, stop_words
+
+AUTHORITY_WEIGHT = {Authority.OPERATOR: 1.0, Authority.USER: 0.8, Authority.THIRD_PARTY: 0.4, Authority.AGENT: 0.3}
+CONFIDENCE_WEIGHT = 0.5
+RECENCY_HALF_LIFE_DAYS = 30.0
+RECENCY_MAX = 1.0
+PARTS = ("lexical", "authority", "confidence", "recency")
+MAX_QUERY_TERMS = 32
+FIRST_FETCH = 50  # rows a stream reads at first; it reads 4x more each time a consumer goes deeper
+
+
+def idf(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Recall's hard filters, as the index applies them."""
+
+    tenant_id: int
+    agent_id: int
+    purpose: str
+    now: datetime
+    subject: str | None = None
+    kind_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    record_id: uuid.UUID
+    parts: dict[str, float]
+    confirmed: float  # confirmed_at as a POSIX timestamp, for the tie-break
+
+    @property
+    def score(self) -> float:
+        return sum(self.parts[name] for name in PARTS)
+
+    def sort_key(self) -> tuple:
+        return (-self.score, -self.parts["lexical"], -self.confirmed, str(self.record_id))
+
+
+@dataclass(frozen=True)
+class Statistics:
+    records: int  # N
+    avgdl: float
+    prior_bound: float  # the most the priors can add for any record of the scope
+
+
+@dataclass(frozen=True)
+class Source:
+    """Rows in rank order, opened only when needed; `bound` is the most any of them can score."""
+
+    bound: float
+    open: Callable[[], Iterator[Ranked]]
+
+
+def merge(sources: Iterable[Source]) -> Iterator[Ranked]:
+    """The rows of all sources in rank order, opening a source only when the best row in hand no
+    longer beats its bound. Each record comes from one source."""
+    waiting = sorted(sources, key=lambda source: -source.bound)
+    heads: list[tuple[tuple, int, Ranked, Iterator[Ranked]]] = []
+    opened = 0
+    while heads or waiting:
+        if waiting and (not heads or heads[0][2].score <= waiting[0].bound):
+            rows = waiting.pop(0).open()
+            first = next(rows, None)
+            if first is not None:
+                heapq.heappush(heads, (first.sort_key(), opened, first, rows))
+                opened += 1
+            continue
+        _, order, row, rows = heapq.heappop(heads)
+        yield row
+        following = next(rows, None)
+        if following is not None:
+            heapq.heappush(heads, (following.sort_key(), order, following, rows))
+
+
+def paged(fetch: Callable[[int], list[Ranked]]) -> Iterator[Ranked]:
+    """Rows of an ordered query, read FIRST_FETCH at a time and 4x more whenever the consumer gets
+    past what was read (the query is run again; rows already yielded are skipped)."""
+    limit, done = FIRST_FETCH, 0
+    while True:
+        rows = fetch(limit)
+        yield from rows[done:]
+        done = len(rows)
+        if len(rows) < limit:
+            return
+        limit *= 4
+
+
+@dataclass
+class Ranking:
+    """The scope's records in rank order, fetched lazily as the consumer reads them."""
+
+    index: SearchIndex
+    scope: Scope
+    analysed: list[tuple[str, str]]  # (term as the index stores it, text that matches it)
+    scope_size: int = 0  # records in the scope's collection (N)
+
+    @property
+    def terms(self) -> list[str]:
+        """The query's distinct terms as the index stores them (stems, when the recipe stems)."""
+        return [term for term, _ in self.analysed]
+
+    def __iter__(self) -> Iterator[Ranked]:
+        engine = _engine()
+        stats = engine.statistics(self.index, self.scope)
+        self.scope_size = stats.records
+        words = [word for _, word in self.analysed]
+        frequencies = engine.document_frequencies(self.index, self.scope, words) if words else []
+        present = [(word, df) for word, df in zip(words, frequencies) if df > 0]
+        sources = engine.sources(self.index, self.scope, stats, present)
+        yield from merge(sources)
+
+
+def rank(index: SearchIndex, scope: Scope, query: str) -> Ranking:
+    return Ranking(index=index, scope=scope, analysed=analyse_query(index, query))
+
+
+def analyse_query(index: SearchIndex, query: str) -> list[tuple[str, str]]:
+    """The query as the index analyses it: its distinct terms in order of appearance (at most
+    MAX_QUERY_TERMS), each as (term as stored, text to match it with). Text the database cannot
+    hold (NUL, lone surrogates) is treated as a space."""
+    text = "".join(" " if ch == "\x00" or "\ud800" <= ch <= "\udfff" else ch for ch in (query or ""))
+    if not text.strip():
+        return []
+    return _engine().terms(index.recipe, text)[:MAX_QUERY_TERMS]
+
+
+def _engine():
+    return _POSTGRES if connection.vendor == "postgresql" else _SQLITE
+
+
+# --------------------------------------------------------------------------------------------
+# SQL shared by both databases
+
+
+def _authority_sql(alias: str, real: str = "") -> str:
+    cases = " ".join(f"WHEN '{name}' THEN {weight!r}{real}" for name, weight in AUTHORITY_WEIGHT.items())
+    return f"(CASE {alias}.authority {cases} ELSE 0.0{real} END)"
+
+
+def _confidence_sql(alias: str) -> str:
+    return f"({CONFIDENCE_WEIGHT!r} * {alias}.confidence)"
+
+
+def tf_part_sql(tf: str, doclen: str) -> str:
+    """BM25's term-frequency part as SQL (tf > 0); idf comes from Python (`idf()`)."""
+    return f"{tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {doclen} / %(avgdl)s))"
+ORDER_SQL = "ORDER BY lexical + authority + confidence + recency DESC, lexical DESC, confirmed_at DESC, record_id"
+
+
+def _rows(sql: str, params: dict) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _ranked(row: tuple) -> Ranked:
+    record_id, lexical, authority, confidence, recency, confirmed_at = row[:6]
+    parts = {"lexical": float(lexical), "authority": float(authority), "confidence": float(confidence),
+             "recency": float(recency)}
+    if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
+        confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=dt_timezone.utc)
+    return Ranked(record_id=uuid.UUID(str(record_id)), parts=parts, confirmed=confirmed_at.timestamp())
+
+
+def _params(index: SearchIndex, scope: Scope, **extra) -> dict:
+    """Every query's parameters; scalars only (SQLite's query logging quotes each one), so the
+    PostgreSQL queries add the kinds array themselves."""
+    return {
+        "tenant": scope.tenant_id, "agent": scope.agent_id, "purpose": scope.purpose, "subject": scope.subject,
+        "now": connection.ops.adapt_datetimefield_value(scope.now),
+        "k1": float(index.recipe["k1"]), "b": float(index.recipe["b"]), **extra,
+    }
+
+
+def _prior_bound(authorities: Iterable[str], max_confidence: float | None) -> float:
+    weights = [AUTHORITY_WEIGHT[a] for a in authorities if a in AUTHORITY_WEIGHT]
+    if not weights:
+        return 0.0
+    return max(weights) + CONFIDENCE_WEIGHT * (max_confidence or 0.0) + RECENCY_MAX
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+def _tsquery_lexeme(lexeme: str) -> str:
+    """A lexeme as a quoted tsquery operand: whatever it contains, it stays one operand."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _any(lexemes: Sequence[str]) -> str:
+    return "(" + " | ".join(map(_tsquery_lexeme, lexemes)) + ")"
+
+
+class _Postgres:
+    RECENCY = (f"power(0.5::float8, greatest(0.0, extract(epoch FROM (%(now)s - d.confirmed_at))::float8 / 86400.0) "
+               f"/ {RECENCY_HALF_LIFE_DAYS!r})")
+    PAGE = 500  # rows the priors-only walk reads at a time
+
+    def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
+        rows = _rows("SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(text)s)) "
+                     "ORDER BY positions[1] NULLS LAST, lexeme",
+                     {"config": recipe["analyser"]["postgresql"], "text": text})
+        # The `english` configuration drops stop words itself; `simple` leaves the words as they
+        # are, so the recipe's list applies to them here.
+        drop = stop_words(recipe) if recipe["analyser"]["postgresql"] == "simple" else frozenset()
+        return [(lexeme, lexeme) for (lexeme,) in rows if lexeme not in drop]
+
+    def _scope_tsquery(self, scope: Scope) -> str:
+        parts = [_tsquery_lexeme(f"scope {scope.tenant_id} {scope.agent_id} {scope.purpose}")]
+        if scope.subject is not None:
+            parts.append(_tsquery_lexeme(f"subject {scope.subject}"))
+        if scope.kind_ids is not None:
+            parts.append(_any([f"kind {k}" for k in scope.kind_ids]) if scope.kind_ids else "'kind none'")
+        return " & ".join(parts)
+
+    def _where(self, scope: Scope, *, alias: str = "d", timely: bool = True) -> str:
+        where = f"{alias}.tenant_id = %(tenant)s AND {alias}.agent_id = %(agent)s AND {alias}.purpose = %(purpose)s"
+        if scope.subject is not None:
+            where += f" AND {alias}.subject = %(subject)s"
+        if scope.kind_ids is not None:
+            where += f" AND {alias}.kind_id = ANY(%(kinds)s)"
+        if timely:
+            where += (f" AND {alias}.expires_at > %(now)s AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(now)s)"
+                      f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(now)s)")
+        return where
+
+    def _params(self, index: SearchIndex, scope: Scope, **extra) -> dict:
+        return _params(index, scope, kinds=list(scope.kind_ids or ()), **extra)
+
+    def _select(self, lexical: str) -> str:
+        return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
+                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
+
+    def statistics(self, index: SearchIndex, scope: Scope) -> Statistics:
+        rows = _rows(f"SELECT coalesce(sum(docs), 0), coalesce(sum(words), 0), coalesce(bit_or(authorities), 0), "
+                     f"max(max_confidence) FROM {index.storage_name}_stats s WHERE {self._where(scope, alias='s', timely=False)}",
+                     self._params(index, scope))
+        docs, words, bits, max_confidence = rows[0]
+        authorities = [name for name, bit in storage.AUTHORITY_BITS.items() if int(bits) & bit]
+        return Statistics(records=int(docs), avgdl=(int(words) / int(docs)) if docs else 0.0,
+                          prior_bound=_prior_bound(authorities, max_confidence))
+
+    def document_frequencies(self, index: SearchIndex, scope: Scope, words: list[str]) -> list[int]:
+        """Per term, the scope's active records containing it: GIN counts (scope lexemes AND the term)."""
+        scope_query = self._scope_tsquery(scope)
+        rows = _rows(f"SELECT (SELECT count(*) FROM {index.storage_name} d WHERE d.vector @@ q) "
+                     f"FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS u(q, n) ORDER BY n",
+                     {"queries": [f"{scope_query} & {_tsquery_lexeme(word)}" for word in words]})
+        return [int(count) for (count,) in rows]
+
+    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[tuple[str, int]]) -> list[Source]:
+        """One source per term, rarest first: the scope's records containing it and none of the
+        rarer ones; its bound is what it and the commoner terms can add, plus the priors. And the
+        records containing no term, by their priors."""
+        k1 = float(index.recipe["k1"])
+        ordered = sorted(present, key=lambda item: (item[1], item[0]))
+        words = [word for word, _ in ordered]
+        idfs = [idf(stats.records, df) for _, df in ordered]
+        sources = []
+        for i in range(len(words)):
+            bound = sum(weight * (k1 + 1) for weight in idfs[i:]) + stats.prior_bound
+            sources.append(Source(bound, self._step(index, scope, stats, words, idfs, i)))
+        sources.append(Source(stats.prior_bound, lambda: self._by_priors(index, scope, stats, words)))
+        return sources
+
+    def _step(self, index, scope, stats, words, idfs, i) -> Callable[[], Iterator[Ranked]]:
+        query = f"{self._scope_tsquery(scope)} & {_tsquery_lexeme(words[i])}"
+        if i:
+            query += f" & !{_any(words[:i])}"
+        # tf of each term read from the record's lexeme -> occurrences map, one column per term
+        counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(len(words)))
+        lexical = " + ".join(f"(CASE WHEN f.t{j} > 0 THEN %(idf{j})s * {tf_part_sql(f'f.t{j}', 'd.doclen')} ELSE 0 END)"
+                             for j in range(len(words)))
+        sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {index.storage_name} d "
+               f"CROSS JOIN LATERAL (SELECT {counts}) f WHERE d.vector @@ %(query)s::tsquery AND {self._where(scope)}) "
+               f"ranked {ORDER_SQL} LIMIT %(limit)s")
+        terms = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
+
+        def fetch(limit: int) -> list[Ranked]:
+            params = self._params(index, scope, query=query, avgdl=stats.avgdl or 1.0, limit=limit, **terms)
+            return [_ranked(row) for row in _rows(sql, params)]
+
+        return lambda: paged(fetch)
+
+    def _by_priors(self, index, scope, stats, exclude: list[str]) -> Iterator[Ranked]:
+        """The records containing no query term, best priors first: walked newest-confirmed
+        first, a page at a time; a row is yielded once no unread row (confirmed no later than the
+        last read, so with no more recency) can beat it."""
+        where = self._where(scope)
+        if exclude:
+            where += " AND NOT d.vector @@ %(exclude)s::tsquery"
+        keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s, %(after_id)s)"
+        sql = (f"SELECT {self._select('0.0::float8')}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
+               f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
+        params = self._params(index, scope, exclude=_any(exclude) if exclude else None, limit=self.PAGE)
+        static_bound = stats.prior_bound - RECENCY_MAX
+        pending: list[tuple[tuple, Ranked]] = []
+        after = None
+        while True:
+            page = _rows(sql.format(keyset=keyset if after else ""),
+                         {**params, "after_at": after[0], "after_id": after[1]} if after else params)
+            for row in page:
+                ranked = _ranked(row)
+                heapq.heappush(pending, (ranked.sort_key(), ranked))
+            exhausted = len(page) < self.PAGE
+            unread_bound = -math.inf if exhausted else static_bound + float(page[-1][4])
+            while pending and (exhausted or pending[0][1].score > unread_bound):
+                yield heapq.heappop(pending)[1]
+            if exhausted:
+                return
+            after = (page[-1][6], page[-1][7])
+
+
+# --------------------------------------------------------------------------------------------
+# SQLite
+
+
+def _fts_phrase(text: str) -> str:
+    """A string as one FTS5 phrase: double quotes doubled, so nothing in it is query syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+class _SQLite:
+    RECENCY = (f"power(0.5, max(0.0, julianday(%(now)s) - julianday(d.confirmed_at)) "
+               f"/ {RECENCY_HALF_LIFE_DAYS!r})")
+    TIME = ("d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
+            "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)")
+
+    def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
+        """unicode61 splits on everything but letters and digits; the recipe's stop words go
+        first (before stemming, as PostgreSQL does); the rest are stemmed by the index's own
+        tokenizer in a per-connection scratch table, and each distinct stem is kept once."""
+        drop = stop_words(recipe)
+        words = list(dict.fromkeys(w for w in re.findall(r"[^\W_]+", text.lower()) if w not in drop))
+        if not words:
+            return []
+        tokenizer = recipe["analyser"]["sqlite"]
+        scratch = f"gm_query_terms_{sorted(a['sqlite'] for a in ANALYSERS.values()).index(tokenizer)}"
+        with connection.cursor() as cursor:
+            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{scratch} USING fts5(w, tokenize='{tokenizer}')")
+            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{scratch}_v USING fts5vocab(temp, {scratch}, 'instance')")
+            cursor.execute(f"DELETE FROM temp.{scratch}")
+            cursor.executemany(f"INSERT INTO temp.{scratch}(rowid, w) VALUES (%s, %s)", list(enumerate(words, start=1)))
+            cursor.execute(f"SELECT doc, term FROM temp.{scratch}_v ORDER BY doc, \"offset\"")
+            stems: dict[int, list[str]] = {}
+            for doc, term in cursor.fetchall():
+                stems.setdefault(doc, []).append(term)
+            cursor.execute(f"DELETE FROM temp.{scratch}")
+        kept: dict[str, str] = {}  # stem(s) -> the first word with them (the stemmer is not idempotent)
+        for position, word in enumerate(words, start=1):
+            if position in stems:
+                kept.setdefault(" ".join(stems[position]), word)
+        return list(kept.items())
+
+    def _match(self, scope: Scope) -> str:
+        parts = [f"scope : {_fts_phrase(storage.scope_token(scope.tenant_id, scope.agent_id, scope.purpose))}"]
+        if scope.subject is not None:
+            parts.append(f"subj : {_fts_phrase(storage.subject_token(scope.subject))}")
+        if scope.kind_ids is not None:
+            kinds = [f"kind : {_fts_phrase(storage.kind_token(k))}" for k in scope.kind_ids] or [f"kind : {_fts_phrase('none')}"]
+            parts.append("(" + " OR ".join(kinds) + ")")
+        return " AND ".join(parts)
+
+    def _from(self, t: str) -> str:
+        return f"FROM {t} JOIN {t}_doc d ON d.id = {t}.rowid WHERE {t} MATCH"
+
+    def _select(self, lexical: str) -> str:
+        return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d')} AS authority, "
+                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
+
+    def statistics(self, index: SearchIndex, scope: Scope) -> Statistics:
+        t = index.storage_name
+        docs, avgdl, max_confidence = _rows(f"SELECT count(*), coalesce(avg(d.doclen), 0.0), max(d.confidence) "
+                                            f"{self._from(t)} %(match)s", {"match": self._match(scope)})[0]
+        authorities = [a for (a,) in _rows(f"SELECT DISTINCT d.authority {self._from(t)} %(match)s",
+                                           {"match": self._match(scope)})]
+        return Statistics(records=int(docs), avgdl=float(avgdl), prior_bound=_prior_bound(authorities, max_confidence))
+
+    def document_frequencies(self, index: SearchIndex, scope: Scope, words: list[str]) -> list[int]:
+        t, match = index.storage_name, self._match(scope)
+        counts = " UNION ALL ".join(f"SELECT {i}, count(*) {self._from(t)} %(q{i})s" for i in range(len(words)))
+        rows = _rows(f"SELECT * FROM ({counts}) ORDER BY 1",
+                     {f"q{i}": f"{match} AND body : {_fts_phrase(word)}" for i, word in enumerate(words)})
+        return [int(count) for _, count in rows]
+
+    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[tuple[str, int]]) -> list[Source]:
+        words = [word for word, _ in present]
+        idfs = [idf(stats.records, df) for _, df in present]
+        sources = [Source(stats.prior_bound, lambda: paged(lambda limit: self._by_priors(index, scope, words, limit)))]
+        if words:
+            sources.append(Source(math.inf, lambda: paged(lambda limit: self._matches(index, scope, stats, words, idfs, limit))))
+        return sources
+
+    def _matches(self, index, scope, stats, words, idfs, limit) -> list[Ranked]:
+        """Every record of the scope containing a term, scored: per term, its FTS5 matches with tf
+        counted from the term's marks in highlight() (minus any such character already there)."""
+        t, match = index.storage_name, self._match(scope)
+        branches = " UNION ALL ".join(
+            f"SELECT d.id AS key, {i} AS term, d.doclen, d.body, highlight({t}, {storage.BODY_COLUMN}, char(1), '') AS hl "
+            f"{self._from(t)} %(q{i})s AND {self.TIME}"
+            for i in range(len(words))
+        )
+        # MATERIALIZED: highlight() must run in the statement that reads the FTS5 table, not in a
+        # query the planner flattened it into.
+        sql = f"""
+            WITH marked AS MATERIALIZED ({branches}), hits AS (
+              SELECT key, term, doclen,
+                     (length(hl) - length(replace(hl, char(1), ''))) - (length(body) - length(replace(body, char(1), ''))) AS tf
+              FROM marked
+            ), lexical AS (
+              SELECT h.key, sum(w.value * {tf_part_sql('h.tf', 'h.doclen')}) AS lexical
+              FROM hits h JOIN json_each(%(idfs)s) w ON w.key = h.term GROUP BY h.key
+            )
+            SELECT ranked.* FROM (SELECT {self._select('l.lexical')} FROM lexical l JOIN {t}_doc d ON d.id = l.key) ranked
+            {ORDER_SQL} LIMIT %(limit)s"""
+        params = _params(index, scope, idfs=json.dumps(idfs), avgdl=stats.avgdl or 1.0, limit=limit,
+                         **{f"q{i}": f"{match} AND body : {_fts_phrase(word)}" for i, word in enumerate(words)})
+        return [_ranked(row) for row in _rows(sql, params)]
+
+    def _by_priors(self, index, scope, exclude: list[str], limit: int) -> list[Ranked]:
+        t, match = index.storage_name, self._match(scope)
+        if exclude:
+            match = f"({match}) NOT (" + " OR ".join(f"body : {_fts_phrase(word)}" for word in exclude) + ")"
+        sql = (f"SELECT ranked.* FROM (SELECT {self._select('0.0')} {self._from(t)} %(match)s AND {self.TIME}) ranked "
+               f"{ORDER_SQL} LIMIT %(limit)s")
+        return [_ranked(row) for row in _rows(sql, _params(index, scope, match=match, limit=limit))]
+
+
+_POSTGRES = _Postgres()
+_SQLITE = _SQLite()

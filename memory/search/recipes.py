@@ -1,0 +1,80 @@
+"""Index recipes: what builds an index, as data. A recipe is validated and completed here, once,
+so the index row stores the full recipe it was built with (defaults written out) and both
+databases read the same settings from it.
+
+Lexical recipe (BM25):
+- `stemmer`: "english" (PostgreSQL: the `english` text search configuration, Snowball stemmer;
+  SQLite: the FTS5 `porter` tokenizer over `unicode61`) or "none" (words only lower-cased).
+- `stop_words`: "english" (PostgreSQL's english.stop list, the same on both databases) or "none".
+  With the english stemmer PostgreSQL always applies the list, so "none" needs stemmer "none".
+- `k1` (term-frequency saturation, 0 to 5) and `b` (length normalisation, 0 to 1).
+The derived `analyser` names what each database runs for that choice.
+
+A semantic recipe (model, version, dims) slots in beside it when that index kind is built.
+"""
+
+from typing import Any
+
+from memory.errors import ValidationFailed
+from memory.search.models import IndexKind
+
+# PostgreSQL's /usr/share/postgresql/*/tsearch_data/english.stop (the Snowball English list), so a
+# query loses the same words on SQLite as the `english` configuration drops on PostgreSQL.
+ENGLISH_STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+hers herself it its itself they them their theirs themselves what which who whom this that these
+those am is are was were be been being have has had having do does did doing a an the and but if or
+because as until while of at by for with about against between into through during before after
+above below to from up down in out on off over under again further then once here there when where
+why how all any both each few more most other some such no nor not only own same so than too very s
+t can will just don should now
+""".split())
+
+STOP_WORD_LISTS = {"english": ENGLISH_STOP_WORDS, "none": frozenset()}
+
+# stemmer -> what each database runs
+ANALYSERS = {
+    "english": {"postgresql": "english", "sqlite": "porter unicode61 remove_diacritics 2"},
+    "none": {"postgresql": "simple", "sqlite": "unicode61 remove_diacritics 2"},
+}
+
+LEXICAL_DEFAULTS: dict[str, Any] = {"stemmer": "english", "stop_words": "english", "k1": 1.2, "b": 0.75}
+LEXICAL_KEYS = frozenset(LEXICAL_DEFAULTS)
+BOUNDS = {"k1": (0.0, 5.0), "b": (0.0, 1.0)}
+
+
+def lexical_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The complete lexical recipe for `given` (missing keys take the defaults; the derived
+    `analyser` is recomputed). Raises ValidationFailed naming every bad key."""
+    given = dict(given or {})
+    given.pop("analyser", None)  # derived, never chosen
+    errors: dict[str, list[str]] = {}
+    for key in sorted(set(given) - LEXICAL_KEYS):
+        errors[key] = [f"Unknown recipe key; a lexical recipe has {', '.join(sorted(LEXICAL_KEYS))}."]
+    recipe = {**LEXICAL_DEFAULTS, **{k: v for k, v in given.items() if k in LEXICAL_KEYS}}
+    if recipe["stemmer"] not in ANALYSERS:
+        errors["stemmer"] = [f"One of {', '.join(sorted(ANALYSERS))}."]
+    if recipe["stop_words"] not in STOP_WORD_LISTS:
+        errors["stop_words"] = [f"One of {', '.join(sorted(STOP_WORD_LISTS))}."]
+    elif recipe["stemmer"] == "english" and recipe["stop_words"] == "none":
+        errors["stop_words"] = ["The english stemmer always drops the english stop words; use stemmer 'none' to keep them."]
+    for key, (low, high) in BOUNDS.items():
+        value = recipe[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            errors[key] = [f"A number from {low:g} to {high:g}."]
+        else:
+            recipe[key] = float(value)
+    if errors:
+        raise ValidationFailed("The index recipe is invalid.", errors=errors)
+    recipe["analyser"] = dict(ANALYSERS[recipe["stemmer"]])
+    return recipe
+
+
+def complete_recipe(kind: str, given: dict[str, Any] | None) -> dict[str, Any]:
+    if kind == IndexKind.LEXICAL:
+        return lexical_recipe(given)
+    raise ValidationFailed(f"Indexes of kind '{kind}' cannot be built here yet.", errors={"kind": ["Not supported."]})
+
+
+def stop_words(recipe: dict[str, Any]) -> frozenset[str]:
+    return STOP_WORD_LISTS[recipe.get("stop_words", LEXICAL_DEFAULTS["stop_words"])]

@@ -1,0 +1,368 @@
+"""Where a lexical index lives: its own tables, filled from the active memory records and kept in
+step with them by database triggers, so every path that changes a record (the lifecycle services,
+bulk jobs, forget, prune, the admin) updates every index in the same transaction, and an index can
+be dropped and rebuilt without touching the records.
+
+An index holds only `active` records, with a copy of the fields recall's hard filters and ranking
+read (scope, kind, time, authority, confidence, confirmation time) and a word count (`doclen`, the
+same SQL on both databases), so collection statistics come from the index alone.
+
+PostgreSQL: a table `<name>` with the content's lexemes (the recipe's text search configuration)
+as a position-free tsvector plus three scope lexemes ('scope <tenant> <agent> <purpose>',
+'subject <subject>', 'kind <id>'; they contain spaces, which the parser never emits, so no word
+collides with them) under a GIN index, each lexeme's occurrences as a jsonb map (BM25's tf), and
+B-trees by scope and confirmation time; `<name>_stats` holds the collection statistics per
+(tenant, agent, purpose, subject, kind): records, words, the authorities present and the highest
+confidence, kept by statement triggers. A PL/pgSQL trigger function on the records feeds it all.
+
+SQLite: a plain table `<name>_doc` (the rows) and an external-content FTS5 table `<name>` over
+its scope, subject, kind and body columns, with the recipe's tokenizer. Scope, subject and kind
+are single tokens made of letters and digits (hex of the text, ending in a digit, which the porter
+stemmer leaves alone).
+
+Table and trigger names derive from the index's primary key, never from user input; the only
+recipe values spliced into DDL come from `memory.search.recipes.ANALYSERS`.
+"""
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+
+from django.db import connection, transaction
+
+from memory.search.recipes import ANALYSERS
+
+RECORDS = "memory_memoryrecord"
+STORAGE_NAME = re.compile(r"^(memory_search_(?:lex|sem)_(\d+))(?:_.*)?$")
+# Record columns an index copies; a change to any of them re-indexes the record.
+WATCHED = ("status", "content", "tenant_id", "agent_id", "purpose", "subject", "kind_id", "authority", "confidence",
+           "confirmed_at", "expires_at", "valid_from", "valid_to")
+COPIED = ("tenant_id", "agent_id", "purpose", "subject", "kind_id", "authority", "confidence", "confirmed_at",
+          "expires_at", "valid_from", "valid_to")
+
+
+def storage_name(kind: str, pk: int) -> str:
+    """Base name of an index's tables and triggers: from its kind and primary key only."""
+    return f"memory_search_{kind[:3]}_{int(pk)}"
+
+
+def _analyser(recipe: dict, vendor: str) -> str:
+    analyser = recipe["analyser"][vendor]
+    if analyser not in {a[vendor] for a in ANALYSERS.values()}:  # never splice anything else into DDL
+        raise ValueError("Unknown analyser.")
+    return analyser
+
+
+def doclen_sql(expr: str, *, vendor: str) -> str:
+    """Words in `expr`: whitespace-separated runs, as one SQL expression both databases evaluate
+    alike (newlines and tabs count as spaces; runs of up to 16 spaces collapse)."""
+    char = "chr" if vendor == "postgresql" else "char"
+    text = f"replace(replace(replace({expr}, {char}(10), ' '), {char}(13), ' '), {char}(9), ' ')"
+    for _ in range(4):
+        text = f"replace({text}, '  ', ' ')"
+    text = f"trim({text})"
+    return f"(CASE WHEN {text} = '' THEN 0 ELSE length({text}) - length(replace({text}, ' ', '')) + 1 END)"
+
+
+def _execute(sql: str, params=None) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+PG_COLUMNS = ("record_id", *COPIED, "doclen", "tf", "vector")
+
+
+def _pg_select(r: str, config: str) -> str:
+    """`SELECT <index row> FROM ...` for the record `r` (a table alias, or NEW in a trigger): the
+    content is parsed once (`v.tv`); `tf` maps each lexeme to its occurrences (for BM25), `vector`
+    holds the lexemes without positions plus the scope lexemes (for the GIN index)."""
+    copied = ", ".join(f"{r}.{column}" for column in COPIED)
+    scope = (f"array_to_tsvector(ARRAY['scope ' || {r}.tenant_id || ' ' || {r}.agent_id || ' ' || {r}.purpose, "
+             f"'subject ' || {r}.subject, 'kind ' || {r}.kind_id])")
+    tf = "(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{}'::jsonb) FROM unnest(v.tv) u)"
+    parsed = f"(SELECT to_tsvector('{config}'::regconfig, {r}.content) AS tv) v"
+    source = parsed if r == "NEW" else f"{RECORDS} {r} CROSS JOIN LATERAL {parsed}"
+    return (f"SELECT {r}.id, {copied}, {doclen_sql(f'{r}.content', vendor='postgresql')}, {tf}, "
+            f"strip(v.tv) || {scope} FROM {source}")
+
+
+def _pg_create(name: str, recipe: dict) -> None:
+    config = _analyser(recipe, "postgresql")
+    columns = ", ".join(PG_COLUMNS)
+    upsert = ", ".join(f"{column} = EXCLUDED.{column}" for column in PG_COLUMNS[1:])
+    changed = " OR ".join(f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in WATCHED)
+    for sql in (
+        f"""CREATE TABLE {name} (
+            record_id uuid PRIMARY KEY, tenant_id bigint NOT NULL, agent_id bigint NOT NULL,
+            purpose varchar(100) NOT NULL, subject varchar(200) NOT NULL, kind_id bigint NOT NULL,
+            authority varchar(16) NOT NULL, confidence double precision NOT NULL, confirmed_at timestamptz NOT NULL,
+            expires_at timestamptz NOT NULL, valid_from timestamptz, valid_to timestamptz,
+            doclen integer NOT NULL, tf jsonb NOT NULL, vector tsvector NOT NULL)""",
+        # The ranking by the priors alone walks these newest-confirmed first (memory.search.ranking).
+        f"""CREATE INDEX {name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, record_id DESC)
+            INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)""",
+        f"""CREATE INDEX {name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, confirmed_at DESC,
+            record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)""",
+        # Collection statistics per scope bucket, kept by statement triggers on the index table.
+        f"""CREATE TABLE {name}_stats (
+            tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL,
+            subject varchar(200) NOT NULL, kind_id bigint NOT NULL, docs bigint NOT NULL, words bigint NOT NULL,
+            authorities smallint NOT NULL, max_confidence double precision NOT NULL,
+            PRIMARY KEY (tenant_id, agent_id, purpose, subject, kind_id))""",
+        *_pg_stats_triggers(name),
+        f"""CREATE FUNCTION {name}_sync() RETURNS trigger LANGUAGE plpgsql AS $fn$
+            BEGIN
+              IF TG_OP <> 'INSERT' THEN
+                DELETE FROM {name} WHERE record_id = OLD.id;
+              END IF;
+              IF TG_OP <> 'DELETE' AND NEW.status = 'active' THEN
+                INSERT INTO {name} ({columns}) {_pg_select('NEW', config)}
+                ON CONFLICT (record_id) DO UPDATE SET {upsert};
+              END IF;
+              RETURN NULL;
+            END $fn$""",
+        f"""CREATE TRIGGER {name}_ins AFTER INSERT ON {RECORDS} FOR EACH ROW
+            WHEN (NEW.status = 'active') EXECUTE FUNCTION {name}_sync()""",
+        f"""CREATE TRIGGER {name}_upd AFTER UPDATE ON {RECORDS} FOR EACH ROW
+            WHEN ((OLD.status = 'active' OR NEW.status = 'active') AND ({changed})) EXECUTE FUNCTION {name}_sync()""",
+        f"""CREATE TRIGGER {name}_del AFTER DELETE ON {RECORDS} FOR EACH ROW
+            WHEN (OLD.status = 'active') EXECUTE FUNCTION {name}_sync()""",
+    ):
+        _execute(sql)
+
+
+# Authorities present in a bucket, as bits (a bound for the priors; a bit is never cleared).
+AUTHORITY_BITS = {"operator": 1, "user": 2, "third_party": 4, "agent": 8}
+BUCKET = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")
+
+
+def _pg_stats_triggers(name: str) -> list[str]:
+    """Statement-level triggers on the index table that keep `<name>_stats` (records, words, the
+    authorities present and the highest confidence per bucket) in step, one aggregated statement
+    per change, so a bulk load costs one upsert per bucket."""
+    keys = ", ".join(BUCKET)
+    bits = " ".join(f"WHEN '{a}' THEN {bit}" for a, bit in AUTHORITY_BITS.items())
+    match = " AND ".join(f"s.{k} = o.{k}" for k in BUCKET)
+    added = (f"INSERT INTO {name}_stats AS s ({keys}, docs, words, authorities, max_confidence) "
+             f"SELECT {keys}, count(*), sum(doclen), bit_or(CASE authority {bits} ELSE 0 END)::smallint, max(confidence) "
+             f"FROM new_rows GROUP BY {keys} ORDER BY {keys} "
+             f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
+             f"authorities = s.authorities | EXCLUDED.authorities, "
+             f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
+    removed = (f"UPDATE {name}_stats s SET docs = s.docs - o.docs, words = s.words - o.words "
+               f"FROM (SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}) o "
+               f"WHERE {match};")
+    body = {"add": added, "remove": removed, "change": removed + "\n" + added}
+    sql = []
+    for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
+                                      "remove": ("DELETE", "OLD TABLE AS old_rows"),
+                                      "change": ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows")}.items():
+        sql.append(f"CREATE FUNCTION {name}_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $fn$ "
+                   f"BEGIN {body[event]} RETURN NULL; END $fn$")
+        sql.append(f"CREATE TRIGGER {name}_stats_{event} AFTER {op} ON {name} REFERENCING {referencing} "
+                   f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_stats_{event}()")
+    return sql
+
+
+def _pg_fill(name: str, recipe: dict) -> int:
+    """Load every active record, then reconcile what changed while loading. The triggers exist
+    before the load starts, so a write after it is indexed by its trigger; a write already in
+    flight during the load is caught by the reconciliation, which first waits for every writer of
+    the records that started before it (a SHARE lock, released at once)."""
+    config = _analyser(recipe, "postgresql")
+    columns = ", ".join(PG_COLUMNS)
+    with transaction.atomic():
+        _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
+                 f"WHERE r.status = 'active' ON CONFLICT (record_id) DO NOTHING")
+    with transaction.atomic():
+        _execute(f"LOCK TABLE {RECORDS} IN SHARE MODE")
+    with transaction.atomic():
+        _execute(f"DELETE FROM {name} d WHERE NOT EXISTS "
+                 f"(SELECT 1 FROM {RECORDS} r WHERE r.id = d.record_id AND r.status = 'active')")
+        _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
+                 f"WHERE r.status = 'active' AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id) "
+                 f"ON CONFLICT (record_id) DO NOTHING")
+    # Built after the load (much faster than row by row); concurrently when we may, so the
+    # triggers' inserts (every write of a record) do not wait for it.
+    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
+    _execute(f"CREATE INDEX {concurrently}{name}_vector ON {name} USING gin (vector)")
+    # VACUUM sets the visibility map, so counts read the GIN index without visiting the rows; it
+    # cannot run inside a transaction (a migration, a test), where ANALYZE alone has to do.
+    analyse = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
+    _execute(f"{analyse} {name}")
+    _execute(f"{analyse} {name}_stats")
+    return count_rows(name)
+
+
+def _pg_drop(name: str) -> None:
+    _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")  # its three triggers on the records go with it
+    _execute(f"DROP TABLE IF EXISTS {name}")  # and its statistics triggers with the table
+    _execute(f"DROP TABLE IF EXISTS {name}_stats")
+    for event in ("add", "remove", "change"):
+        _execute(f"DROP FUNCTION IF EXISTS {name}_stats_{event}()")
+
+
+# --------------------------------------------------------------------------------------------
+# SQLite
+
+SQLITE_DOC_COLUMNS = ("record_id", "scope", "subj", "kind", "body", *COPIED, "doclen")
+FTS_COLUMNS = ("scope", "subj", "kind", "body")
+BODY_COLUMN = FTS_COLUMNS.index("body")  # for highlight()
+
+
+def scope_token(tenant_id: int, agent_id: int, purpose: str) -> str:
+    return f"t{tenant_id}a{agent_id}p{purpose.encode().hex()}0"
+
+
+def subject_token(subject: str) -> str:
+    return f"s{subject.encode().hex()}0"
+
+
+def kind_token(kind_id: int) -> str:
+    return f"k{kind_id}"
+
+
+def _sqlite_row(r: str) -> str:
+    # The same tokens as scope_token(), subject_token() and kind_token(), computed by SQLite.
+    copied = ", ".join(f"{r}.{column}" for column in COPIED)
+    return (f"{r}.id, 't' || {r}.tenant_id || 'a' || {r}.agent_id || 'p' || lower(hex({r}.purpose)) || '0', "
+            f"'s' || lower(hex({r}.subject)) || '0', 'k' || {r}.kind_id, {r}.content, {copied}, "
+            f"{doclen_sql(f'{r}.content', vendor='sqlite')}")
+
+
+def _sqlite_create_and_fill(name: str, recipe: dict) -> int:
+    """In one transaction (SQLite has one writer at a time, so no write can slip between the load
+    and the triggers)."""
+    tokenizer = _analyser(recipe, "sqlite")
+    doc_columns = ", ".join(SQLITE_DOC_COLUMNS)
+    fts_columns = ", ".join(FTS_COLUMNS)
+    new_values = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+    old_values = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
+    with transaction.atomic():
+        for sql in (
+            f"""CREATE TABLE {name}_doc (
+                id INTEGER PRIMARY KEY, record_id TEXT NOT NULL UNIQUE, scope TEXT NOT NULL, subj TEXT NOT NULL,
+                kind TEXT NOT NULL, body TEXT NOT NULL, tenant_id INTEGER NOT NULL, agent_id INTEGER NOT NULL,
+                purpose TEXT NOT NULL, subject TEXT NOT NULL, kind_id INTEGER NOT NULL, authority TEXT NOT NULL,
+                confidence REAL NOT NULL, confirmed_at TEXT NOT NULL, expires_at TEXT NOT NULL, valid_from TEXT,
+                valid_to TEXT, doclen INTEGER NOT NULL)""",
+            f"INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row('r')} FROM {RECORDS} r WHERE r.status = 'active'",
+            f"""CREATE VIRTUAL TABLE {name} USING fts5({fts_columns}, content='{name}_doc', content_rowid='id',
+                tokenize='{tokenizer}')""",
+            f"INSERT INTO {name}({name}) VALUES ('rebuild')",
+            f"""CREATE TRIGGER {name}_doc_ai AFTER INSERT ON {name}_doc BEGIN
+                INSERT INTO {name}(rowid, {fts_columns}) VALUES (new.id, {new_values}); END""",
+            f"""CREATE TRIGGER {name}_doc_ad AFTER DELETE ON {name}_doc BEGIN
+                INSERT INTO {name}({name}, rowid, {fts_columns}) VALUES ('delete', old.id, {old_values}); END""",
+            f"""CREATE TRIGGER {name}_ai AFTER INSERT ON {RECORDS} WHEN NEW.status = 'active' BEGIN
+                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row('NEW')}; END""",
+            f"""CREATE TRIGGER {name}_au AFTER UPDATE OF {', '.join(WATCHED)} ON {RECORDS}
+                WHEN OLD.status = 'active' OR NEW.status = 'active' BEGIN
+                DELETE FROM {name}_doc WHERE record_id = OLD.id;
+                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row('NEW')} WHERE NEW.status = 'active'; END""",
+            f"""CREATE TRIGGER {name}_ad AFTER DELETE ON {RECORDS} WHEN OLD.status = 'active' BEGIN
+                DELETE FROM {name}_doc WHERE record_id = OLD.id; END""",
+        ):
+            _execute(sql)
+    return count_rows(name)
+
+
+def _sqlite_drop(name: str) -> None:
+    # Triggers on the records first: one left behind would fail every write once its table is gone.
+    for suffix in ("ai", "au", "ad"):
+        _execute(f"DROP TRIGGER IF EXISTS {name}_{suffix}")
+    _execute(f"DROP TABLE IF EXISTS {name}")
+    _execute(f"DROP TABLE IF EXISTS {name}_doc")
+
+
+# --------------------------------------------------------------------------------------------
+# the interface used by memory.search.build and the forget artifact
+
+
+def build_storage(name: str, recipe: dict) -> int:
+    """Create the index's tables and triggers and fill them from the active records; returns how
+    many records it holds. Any previous storage under the name is dropped first (a cache)."""
+    drop_storage(name)
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            _pg_create(name, recipe)
+        return _pg_fill(name, recipe)
+    return _sqlite_create_and_fill(name, recipe)
+
+
+def drop_storage(name: str) -> None:
+    if connection.vendor == "postgresql":
+        _pg_drop(name)
+    else:
+        _sqlite_drop(name)
+
+
+RECORD_TRIGGERS = {"postgresql": ("ins", "upd", "del"), "sqlite": ("ai", "au", "ad")}
+
+
+def triggers_present(name: str) -> bool:
+    """Whether all of the index's triggers on the records exist. SQLite drops them when a
+    migration rebuilds the records table (how it alters most columns)."""
+    expected = {f"{name}_{suffix}" for suffix in RECORD_TRIGGERS[connection.vendor]}
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s) AND NOT tgisinternal", [list(expected)])
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (SELECT value FROM json_each(%s))",
+                           [json.dumps(sorted(expected))])
+        return {row[0] for row in cursor.fetchall()} == expected
+
+
+def storage_exists(name: str) -> bool:
+    return name in connection.introspection.table_names()
+
+
+def count_rows(name: str) -> int:
+    table = name if connection.vendor == "postgresql" else f"{name}_doc"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {table}")
+        return cursor.fetchone()[0]
+
+
+def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
+    """Delete the given records' entries; returns how many were still there. On SQLite the FTS5
+    index is then merged into one segment, which drops the deleted entries' tokens from disk
+    (a plain delete only records a tombstone beside them)."""
+    if not record_ids:
+        return 0
+    if connection.vendor == "postgresql":
+        return _execute(f"DELETE FROM {name} WHERE record_id = ANY(%s)", [list(record_ids)])
+    hex_ids = json.dumps([uuid.UUID(str(pk)).hex for pk in record_ids])
+    removed = _execute(f"DELETE FROM {name}_doc WHERE record_id IN (SELECT value FROM json_each(%s))", [hex_ids])
+    _execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
+    return removed
+
+
+def storage_names_present() -> set[str]:
+    """Base names of every index storage in the database (tables or, on PostgreSQL, trigger
+    functions), whether or not an index row still describes it."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                           "AND tablename LIKE 'memory\\_search\\_%%' UNION "
+                           "SELECT proname FROM pg_proc WHERE proname LIKE 'memory\\_search\\_%%'")
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "
+                           "AND name LIKE 'memory\\_search\\_%%' ESCAPE '\\'")
+        names = [row[0] for row in cursor.fetchall()]
+    return {match.group(1) for match in map(STORAGE_NAME.match, names) if match}
+
+
+def drop_storage_except(keep: Iterable[str]) -> list[str]:
+    """Drop every index storage not named in `keep` (left behind by a retired index, a failed
+    build, or a test database flush); returns the names dropped."""
+    dropped = sorted(storage_names_present() - set(keep))
+    for name in dropped:
+        drop_storage(name)
+    return dropped
