@@ -17,3 +17,15 @@ class GovernanceConfig(AppConfig):
         from governance.golden.forgetting import GoldenQuestionsArtifact
 
         register_artifact(GoldenQuestionsArtifact(), before="external_backups")
+
+        # ... and `seed_demo` writes the demo tenant's ten golden questions after its memories.
+        from governance.golden.demo import seed_demo_golden_questions
+        from memory.management.commands.seed_demo import register_demo_extension
+
+        register_demo_extension(seed_demo_golden_questions)
+
+        # A candidate search index becomes active only if it passes every tenant's golden set.
+        from governance.golden.gate import golden_promotion_gate
+        from memory.search import register_promotion_gate
+
+        register_promotion_gate(golden_promotion_gate, name="golden_recall")

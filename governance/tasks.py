@@ -28,3 +28,9 @@ def run_propose_duplicates() -> dict:
 @shared_task(name="governance.tasks.run_prune")
 def run_prune() -> dict:
     return job_run_summary(run_job("prune", trigger="beat"))
+
+
+@shared_task(name="governance.tasks.run_golden_recall")
+def run_golden_recall() -> dict:
+    # Nightly: every tenant's golden set against the active index (a GoldenRun per tenant).
+    return job_run_summary(run_job("golden_recall", trigger="beat"))

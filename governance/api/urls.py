@@ -2,6 +2,7 @@
 
 from rest_framework.routers import SimpleRouter
 
+from governance.api.golden import GoldenQuestionViewSet, GoldenRunViewSet
 from governance.api.views import ForgetRequestViewSet, ProposalViewSet
 
 app_name = "governance-api"
@@ -9,6 +10,8 @@ app_name = "governance-api"
 router = SimpleRouter()
 router.register("forget", ForgetRequestViewSet, basename="forget")
 router.register("proposals", ProposalViewSet, basename="proposal")
+router.register("golden/runs", GoldenRunViewSet, basename="golden-run")
+router.register("golden", GoldenQuestionViewSet, basename="golden")
 
 urlpatterns = [
     *router.urls,

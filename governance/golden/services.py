@@ -12,7 +12,7 @@ from django.db import transaction
 from governance.golden.models import GoldenQuestion
 from memory.actors import Actor
 from memory.errors import RecordNotFound, ValidationFailed
-from memory.models import Agent, MemoryRecord, Status, Tenant
+from memory.models import Agent, Status, Tenant
 from memory.selectors import records_in_scope
 
 MAX_EXPECTED = 20

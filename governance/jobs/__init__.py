@@ -20,6 +20,7 @@ JOBS: dict[str, str] = {
     "propagate_forgets": "governance.jobs.propagate_forgets.propagate_forgets",
     "propose_duplicates": "governance.dedup.jobs.propose_duplicates",
     "prune": "governance.jobs.prune.prune",
+    "golden_recall": "governance.golden.jobs.golden_recall",
 }
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import dashboard, proposals, views
+from governance.review import dashboard, golden, proposals, views
 
 app_name = "review"
 urlpatterns = [
@@ -19,4 +19,8 @@ urlpatterns = [
     path("proposals/<uuid:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path("proposals/<uuid:pk>/<slug:action>/", proposals.proposal_decide, name="proposal_decide"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("golden/", golden.golden, name="golden"),
+    path("golden/run/", golden.golden_run, name="golden_run"),
+    path("golden/runs/<int:pk>/", golden.golden_run_detail, name="golden_run_detail"),
+    path("golden/<uuid:pk>/remove/", golden.golden_question_remove, name="golden_question_remove"),
 ]

@@ -98,3 +98,16 @@ class Command(BaseCommand):
                     created_at=now - timedelta(days=stale_days), confirmed_at=now - timedelta(days=stale_days),
                     status_changed_at=now - timedelta(days=stale_days),
                 )
+        for extend in DEMO_EXTENSIONS:
+            extend(credential.agent)
+
+
+# Parts of the demo that other apps own, written right after the memories (so only once, like
+# them): `memory` never imports `governance`, so governance registers its part (the demo tenant's
+# golden recall questions) here from its AppConfig.ready(). Each is called with the demo Agent.
+DEMO_EXTENSIONS: list = []
+
+
+def register_demo_extension(extension) -> None:
+    if extension not in DEMO_EXTENSIONS:
+        DEMO_EXTENSIONS.append(extension)

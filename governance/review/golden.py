@@ -1,0 +1,93 @@
+"""Golden recall in the reviewer UI (`/review/golden/`): each of the reviewer's tenants with its
+golden questions, each question's result in the latest run on the active index (rank of the first
+expected record, hit or miss, stale), a button that runs the tenant's set now, and the recent runs
+(nightly, on demand, and those a candidate index's promotion gate made), each with its per-question
+results (`/review/golden/runs/<id>/`).
+
+Reads come from `governance.golden.selectors`, scoped to the reviewer's tenants; a run goes through
+`governance.golden.runner`, removing a question through `governance.golden.services`. GET never
+changes anything; another tenant (or its run or question) is a 404, like a missing one."""
+
+import uuid
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from governance.golden.models import GoldenRun
+from governance.golden.runner import run_golden_sets
+from governance.golden.selectors import latest_results, latest_runs, questions_in_scope, runs_in_scope
+from governance.golden.services import golden_question_delete
+from governance.review.common import render_page, reviewer_required
+from memory.errors import RecordNotFound
+from memory.selectors import tenants_in_scope
+
+RECENT_RUNS = 20
+
+
+class GoldenRunForm(forms.Form):
+    tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug")
+
+    def __init__(self, *args, tenants, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].queryset = tenants
+
+
+def score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+@reviewer_required
+def golden(request: HttpRequest) -> HttpResponse:
+    actor = request.actor
+    results = latest_results(actor)
+    runs = latest_runs(actor)
+    sections = {tenant.pk: {"tenant": tenant, "run": runs.get(tenant.pk), "questions": []}
+                for tenant in tenants_in_scope(actor).order_by("slug")}
+    for question in questions_in_scope(actor).order_by("created_at", "pk"):
+        sections[question.tenant_id]["questions"].append((question, results.get(str(question.pk))))
+    recent = list(runs_in_scope(actor).order_by("-started_at", "-pk")[:RECENT_RUNS])
+    return render_page(request, "review/golden.html", {"nav": "golden", "sections": list(sections.values()),
+                                                       "recent": recent})
+
+
+@reviewer_required
+def golden_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(runs_in_scope(request.actor), pk=pk)
+    questions = {str(q.pk): q for q in questions_in_scope(request.actor).filter(
+        pk__in=[result["question"] for result in run.results])}
+    rows = [(result, questions.get(result["question"])) for result in run.results]
+    return render_page(request, "review/golden_run.html", {"nav": "golden", "run": run, "rows": rows})
+
+
+@reviewer_required
+@require_POST
+def golden_run(request: HttpRequest) -> HttpResponse:
+    """Run one tenant's golden set now, against the active index."""
+    form = GoldenRunForm(request.POST, tenants=tenants_in_scope(request.actor))
+    if not form.is_valid():
+        raise Http404("No such tenant.")
+    tenant = form.cleaned_data["tenant"]
+    runs = run_golden_sets(tenants=[tenant], trigger=GoldenRun.Trigger.MANUAL, requested_by=request.actor.label)
+    if not runs:
+        messages.warning(request, f"{tenant.slug} has no golden questions yet: nothing to run.")
+        return redirect("review:golden")
+    run = runs[0]
+    messages.success(request, f"Golden set of {tenant.slug} ran on index {run.index}: hit@k {score(run.hit_at_k)}, "
+                              f"MRR {'—' if run.mrr is None else f'{run.mrr:.2f}'} over {run.questions} question"
+                              f"{'' if run.questions == 1 else 's'}" + (f" ({run.stale} stale)." if run.stale else "."))
+    return redirect(reverse("review:golden_run_detail", args=[run.pk]))
+
+
+@reviewer_required
+@require_POST
+def golden_question_remove(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+    try:
+        golden_question_delete(actor=request.actor, question_id=pk)
+    except RecordNotFound:
+        raise Http404("No such golden question.") from None
+    messages.success(request, "Golden question removed; past runs keep their scores.")
+    return redirect("review:golden")
