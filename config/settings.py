@@ -275,6 +275,23 @@ JOB_STALE_AFTER_FACTOR = env_float("JOB_STALE_AFTER_FACTOR", 3)
 JOB_STALE_GRACE_SECONDS = env_float("JOB_STALE_GRACE_SECONDS", 120)
 JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 30)  # the prune job trims older JobRun rows
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 2)  # seconds allowed to reach the broker
+# /health/ says "starting" (200), not "fail", while the scheduled jobs have not yet run this long after start.
+HEALTH_STARTUP_GRACE_SECONDS = env_float("HEALTH_STARTUP_GRACE_SECONDS", 180)
+
+# --- email: queue alerts and the daily digest to reviewers (governance.alerts) ---
+# The console backend in development (mails are printed); SMTP from the environment in production.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION
+                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "governed-memory@localhost")
+PUBLIC_BASE_URL = env_str("PUBLIC_BASE_URL", "http://localhost:8000").rstrip("/")  # links in emails
+DIGEST_HOUR_UTC = env_int("DIGEST_HOUR_UTC", 7)  # the daily digest goes out at the first alerts run after this hour
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -6,6 +6,7 @@ measured from the first run beat ever recorded. Errors are reported by class onl
 public and exception texts can carry hosts or row values."""
 
 import logging
+import time
 from datetime import datetime
 from typing import Any
 
@@ -23,16 +24,33 @@ from governance.models import JobRun
 logger = logging.getLogger("governance.ops")
 
 
+# When this process started: for a grace period after it, a scheduler that has not yet completed its
+# first runs means "starting", not "failing" (beat's first ticks come a little after the web server).
+_STARTED = time.monotonic()
+
+
 @require_GET
 @never_cache
 def health(request: HttpRequest) -> JsonResponse:
     checks = {"database": check_database(), "broker": check_broker(), "scheduler": check_scheduler()}
     failing = [name for name, result in checks.items() if not result["ok"]]
+    if failing == ["scheduler"] and starting_up(checks["scheduler"]):
+        body = {"status": "starting", "checks": checks,
+                "note": "The scheduled jobs have not all run yet since the service started; this is normal for "
+                        f"the first {settings.HEALTH_STARTUP_GRACE_SECONDS:g} seconds."}
+        return JsonResponse(body, status=200)
     body: dict[str, Any] = {"status": "fail" if failing else "ok", "checks": checks}
     if failing:
         body["failing"] = failing
         logger.warning("health check failing", extra={"failing": failing})
     return JsonResponse(body, status=503 if failing else 200)
+
+
+def starting_up(scheduler: dict[str, Any]) -> bool:
+    """Within the grace period after start, with no job that has run and then gone stale."""
+    if time.monotonic() - _STARTED > settings.HEALTH_STARTUP_GRACE_SECONDS or "jobs" not in scheduler:
+        return False
+    return all(job["ok"] or job["last_success_at"] is None for job in scheduler["jobs"].values())
 
 
 def check_database() -> dict[str, Any]:

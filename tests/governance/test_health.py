@@ -17,6 +17,7 @@ def schedule(settings):
     settings.JOB_INTERVALS = INTERVALS
     settings.JOB_STALE_AFTER_FACTOR = 3
     settings.JOB_STALE_GRACE_SECONDS = 120
+    settings.HEALTH_STARTUP_GRACE_SECONDS = 0  # long past start, unless a test says otherwise
 
 
 def succeeded(job: str, ago: timedelta, trigger: str = "beat") -> JobRun:
@@ -85,3 +86,26 @@ def test_an_unreachable_broker_is_named(client, settings):
 
 def test_health_needs_no_login_and_only_answers_get(client):
     assert client.post("/health/").status_code == 405
+
+
+def test_just_after_start_a_scheduler_that_has_not_run_yet_is_starting_not_failing(client, settings, caplog):
+    settings.HEALTH_STARTUP_GRACE_SECONDS = 3600
+    response = client.get("/health/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "starting" and "normal" in response.json()["note"]
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+
+
+def test_a_job_gone_stale_is_failing_even_just_after_start(client, settings):
+    settings.HEALTH_STARTUP_GRACE_SECONDS = 3600
+    succeeded("expire", timedelta(hours=2))
+    response = client.get("/health/")
+    assert response.status_code == 503 and response.json()["failing"] == ["scheduler"]
+
+
+def test_a_broken_database_or_broker_is_failing_even_just_after_start(client, settings):
+    settings.HEALTH_STARTUP_GRACE_SECONDS = 3600
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    response = client.get("/health/")
+    assert response.status_code == 503 and "broker" in response.json()["failing"]
