@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.actors import REVIEWERS_GROUP
-from memory.models import Agent, AgentCredential, MemoryRecord, Tenant
+from memory.models import Agent, AgentCredential, MemoryRecord, ReviewerToken, Tenant
 from memory.services import memory_write
 
 REVIEWER = ("reviewer", "reviewer-demo-pass")
@@ -70,6 +70,7 @@ class Command(BaseCommand):
             credential, raw = AgentCredential.issue(
                 agent=agent, purposes=["support"], label="demo", can_forget=True, can_confirm=True
             )
+            _, reviewer_raw = ReviewerToken.issue(user=reviewer)
             if not MemoryRecord.objects.filter(tenant=tenant).exists():
                 self._write_memories(credential)
         base = options["base_url"].rstrip("/")
@@ -79,6 +80,8 @@ class Command(BaseCommand):
             f"  Admin       : {base}/admin/    user {ADMIN[0]} / {ADMIN[1]}\n"
             f"  API docs    : {base}/api/docs/\n"
             f"  Agent token (tenant acme, agent support-bot, purpose support):\n    {raw}\n"
+            f"  Reviewer token (user {REVIEWER[0]}, for the reviewer API calls in the README):\n    {reviewer_raw}\n"
+            f"  In a shell: export API={base}/api/v1 TOKEN={raw} REVIEWER={reviewer_raw}\n"
             f"  Try: curl -s -X POST {base}/api/v1/recall/ -H 'Authorization: Bearer {raw}' "
             "-H 'Content-Type: application/json' -d '{\"query\": \"contact\", \"purpose\": \"support\"}'\n"
         )
@@ -86,8 +89,10 @@ class Command(BaseCommand):
     def _write_memories(self, credential: AgentCredential) -> None:
         now = timezone.now()
         for kind, subject, content, authority, provenance, ttl, stale_days in DEMO:
+            # A fact last checked long ago was also observed then, not a minute ago.
+            observed_at = (now - timedelta(days=stale_days)).isoformat()
             data = {"kind": kind, "subject": subject, "purpose": "support", "content": content, "authority": authority,
-                    "confidence": 0.8, "provenance": provenance}
+                    "confidence": 0.8, "provenance": {**provenance, "observed_at": observed_at}}
             if ttl:
                 data["ttl_seconds"] = ttl
             record = memory_write(credential=credential, data=data).record
