@@ -104,11 +104,6 @@ def _pg_create(name: str, recipe: dict) -> None:
             authority varchar(16) NOT NULL, confidence double precision NOT NULL, confirmed_at timestamptz NOT NULL,
             expires_at timestamptz NOT NULL, valid_from timestamptz, valid_to timestamptz,
             doclen integer NOT NULL, tf jsonb NOT NULL, vector tsvector NOT NULL)""",
-        # The ranking by the priors alone walks these newest-confirmed first (memory.search.ranking).
-        f"""CREATE INDEX {name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, record_id DESC)
-            INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)""",
-        f"""CREATE INDEX {name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, confirmed_at DESC,
-            record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)""",
         # Collection statistics per scope bucket, kept by statement triggers on the index table.
         f"""CREATE TABLE {name}_stats (
             tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL,
@@ -188,10 +183,15 @@ def _pg_fill(name: str, recipe: dict) -> int:
         _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
                  f"WHERE r.status = 'active' AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id) "
                  f"ON CONFLICT (record_id) DO NOTHING")
-    # Built after the load (much faster than row by row); concurrently when we may, so the
-    # triggers' inserts (every write of a record) do not wait for it.
+    # Secondary indexes are built after the load (much faster than row by row); concurrently when
+    # we may, so the triggers' inserts (every write of a record) do not wait for them.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
     _execute(f"CREATE INDEX {concurrently}{name}_vector ON {name} USING gin (vector)")
+    # The ranking by the priors alone walks these newest-confirmed first (memory.search.ranking).
+    _execute(f"CREATE INDEX {concurrently}{name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, "
+             f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
+    _execute(f"CREATE INDEX {concurrently}{name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, "
+             f"confirmed_at DESC, record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
     # VACUUM sets the visibility map, so counts read the GIN index without visiting the rows; it
     # cannot run inside a transaction (a migration, a test), where ANALYZE alone has to do.
     analyse = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
