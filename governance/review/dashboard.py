@@ -34,7 +34,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     }
     numbers = [
         ("Attributed writes", _share(data.attributed_share), "records with structured provenance (100% by construction)"),
-        ("Median age of active memory", _duration(data.median_active_age), "read off the age distribution below"),
+        ("Median age of active memory", _duration(data.median_active_age), "since each active memory was written"),
         ("Forget propagation lag", f"p50 {_duration(data.propagation_lag_p50)} · p95 {_duration(data.propagation_lag_p95)}",
          "from request to last receipt, last 90 days"),
         ("Expired on schedule", _share(data.expired_on_schedule_share),

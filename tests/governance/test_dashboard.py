@@ -100,3 +100,44 @@ def test_query_count_is_constant_as_records_grow(reviewer_client, write):
 def test_anonymous_is_sent_to_login(client):
     response = client.get(reverse("review:dashboard"))
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def _continuous_percentile(values: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks (what percentile_cont computes), written
+    out here independently of the dashboard's code."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def test_median_age_is_computed_from_the_real_ages(write, reviewer_actor):
+    now = timezone.now()
+    ages_days = [0.001, 0.002, 0.003, 0.004, 3, 5, 6]  # 4 of 7 written minutes ago
+    for days in ages_days:
+        record = write()
+        MemoryRecord.objects.filter(pk=record.pk).update(created_at=now - timedelta(days=days))
+    data = build_dashboard(reviewer_actor, now=now)
+    expected = timedelta(days=_continuous_percentile(ages_days, 0.5))
+    assert abs(data.median_active_age - expected) < timedelta(seconds=1)
+    assert data.median_active_age < timedelta(minutes=10)
+
+
+def test_forget_lag_percentiles_cover_every_request_of_the_90_days_not_the_oldest_500(tenant, reviewer_actor):
+    now = timezone.now()
+    lags = [float(1 + (i * 37) % 600) for i in range(620)]  # seconds, 620 requests
+    requests = ForgetRequest.objects.bulk_create([
+        ForgetRequest(tenant=tenant, subject=f"s-{i}", status=ForgetRequest.Status.COMPLETED, requested_by="test")
+        for i in range(len(lags))
+    ])
+    for i, (request, lag) in enumerate(zip(requests, lags)):
+        request.requested_at = now - timedelta(days=80) + timedelta(minutes=i)
+        request.completed_at = request.requested_at + timedelta(seconds=lag)
+    ForgetRequest.objects.bulk_update(requests, ["requested_at", "completed_at"])
+    data = build_dashboard(reviewer_actor, now=now)
+    for measured, q in ((data.propagation_lag_p50, 0.5), (data.propagation_lag_p95, 0.95)):
+        assert abs(measured.total_seconds() - _continuous_percentile(lags, q)) < 0.01, q
+    assert len(data.propagation_lags) == 500
+    newest = max(requests, key=lambda r: r.requested_at)
+    assert data.propagation_lags[-1] == (newest.requested_at.date().isoformat(), lags[-1])
