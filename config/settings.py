@@ -268,6 +268,7 @@ JOB_INTERVALS = {
     "propose_duplicates": env_float("JOB_PROPOSE_DUPLICATES_INTERVAL", 3600),
     "prune": env_float("JOB_PRUNE_INTERVAL", 6 * 3600),
     "golden_recall": env_float("JOB_GOLDEN_RECALL_INTERVAL", 86400),  # every tenant's golden set on the active index
+    "alerts": env_float("JOB_ALERTS_INTERVAL", 300),  # queue alerts and, once a day, the reviewers' digests
 }
 JOB_BATCH_SIZE = env_int("JOB_BATCH_SIZE", 2000)
 # /health/ fails when a scheduled job's last success is older than FACTOR x interval + GRACE seconds.

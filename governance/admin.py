@@ -147,3 +147,7 @@ class GoldenRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ["=id", "index"]
     list_select_related = ["tenant"]
     date_hierarchy = "started_at"
+
+
+from governance.revocations import admin as _revocations_admin  # noqa: E402,F401  (revocations; revoke actions)
+from governance.alerts import admin as _alerts_admin  # noqa: E402,F401  (alert thresholds, episodes, digests)

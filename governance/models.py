@@ -166,3 +166,5 @@ class DedupProposalDrop(models.Model):
         constraints = [models.UniqueConstraint(fields=["proposal", "record"], name="proposal_drop_unique")]
 
 from governance.golden.models import GoldenQuestion, GoldenRun  # noqa: E402,F401  (golden recall sets)
+from governance.revocations.models import Revocation, RevocationRecord  # noqa: E402,F401  (revoking a source)
+from governance.alerts.models import Alert, AlertPolicy, DigestPreference  # noqa: E402,F401  (queue alerts, digests)

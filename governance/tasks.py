@@ -34,3 +34,9 @@ def run_prune() -> dict:
 def run_golden_recall() -> dict:
     # Nightly: every tenant's golden set against the active index (a GoldenRun per tenant).
     return job_run_summary(run_job("golden_recall", trigger="beat"))
+
+
+@shared_task(name="governance.tasks.run_alerts")
+def run_alerts() -> dict:
+    # Every few minutes: queue alerts (one email per episode) and, once a day, each reviewer's digest.
+    return job_run_summary(run_job("alerts", trigger="beat"))

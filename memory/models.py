@@ -53,6 +53,8 @@ TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
     "expire": (frozenset({Status.ACTIVE, Status.QUARANTINED}), Status.EXPIRED),
     "restore": (frozenset({Status.SUPERSEDED}), Status.ACTIVE),
     "forget": (frozenset(set(Status) - {Status.FORGOTTEN}), Status.FORGOTTEN),
+    # A revoked source (credential, agent, session, site): what it wrote goes back to review.
+    "revoke": (frozenset({Status.ACTIVE}), Status.QUARANTINED),
 }
 
 # Statuses whose records the prune job may physically delete once the kind's purge age has passed.
@@ -272,10 +274,22 @@ class MemoryRecord(models.Model):
     observed_at = models.DateTimeField(null=True, blank=True)
     contaminated = models.BooleanField(default=False)
     derived_from = models.ManyToManyField("self", symmetrical=False, related_name="derivatives", blank=True)
+    written_by = models.ForeignKey(
+        AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): "
+                  "revoking a leaked token finds its records by this key.",
+    )
 
     authority = models.CharField(max_length=16, choices=Authority.choices)
     trust = models.CharField(max_length=16, choices=Trust.choices, default=Trust.UNTRUSTED)
     quarantine_reason = models.CharField(max_length=300, blank=True)
+    # Nullable (NULL: written before flags existed) so that adding it is an ALTER TABLE ADD COLUMN:
+    # SQLite rebuilds the table for a NOT NULL column, and a rebuild drops the search-index triggers.
+    risk_flags = models.CharField(
+        max_length=64, null=True, blank=True,
+        help_text="Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); "
+                  "shown to reviewers, never used to admit or reject.",
+    )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -31,6 +31,7 @@ from memory.models import (
     MemoryRecord, SourceType, Status, Trust,
     content_digest,
 )
+from memory.risk import risk_flags_value
 from memory.selectors import records_in_scope
 from memory.validation import BatchItemSerializer, MemoryWriteSerializer, WriteDraft, parse_write
 
@@ -254,6 +255,7 @@ def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor,
         authority=draft.authority, trust=trust, quarantine_reason=why, confidence=draft.confidence,
         created_at=now, confirmed_at=now, status_changed_at=now, expires_at=draft.expires_at,
         valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=supersedes,
+        written_by=credential, risk_flags=risk_flags_value(draft.content),
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
     return record
@@ -719,3 +721,107 @@ def memory_mark_used(*, record_ids: Iterable[uuid.UUID], at: datetime | None = N
     return MemoryRecord.objects.filter(pk__in=ids).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity)
     ).update(last_used_at=at)
+
+
+# --------------------------------------------------------------------------------------------
+# revoke a source (a leaked credential, a misbehaving agent, a poisoned session, a compromised site)
+
+
+@dataclass(frozen=True)
+class RevokedSource:
+    """One source within one tenant: exactly one of credential, agent, session id or source-URI
+    prefix. `records_written` is every record it wrote, whatever its status now."""
+
+    tenant_id: int
+    credential_id: int | None = None
+    agent_id: int | None = None
+    session_id: str = ""
+    source_uri_prefix: str = ""
+
+    # what each kind of source is called in a record's quarantine reason (never its value: session
+    # ids and URIs are provenance, which forget propagation scrubs from records and history)
+    KINDS = {"credential_id": "an agent token", "agent_id": "an agent", "session_id": "a session",
+             "source_uri_prefix": "a source address"}
+
+    @property
+    def kind(self) -> str:
+        given = [name for name in self.KINDS if getattr(self, name)]
+        if len(given) != 1:
+            raise ValidationFailed("Name exactly one source to revoke: a credential, an agent, a session id or a source-URI prefix.",
+                                   errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix."]})
+        return given[0]
+
+    def records_written(self, scope: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
+        lookup = {"credential_id": "written_by_id", "agent_id": "agent_id", "session_id": "session_id",
+                  "source_uri_prefix": "source_uri__startswith"}[self.kind]
+        return scope.filter(tenant_id=self.tenant_id, **{lookup: getattr(self, self.kind)})
+
+
+@dataclass(frozen=True)
+class RevokeOutcome:
+    record_ids: list[uuid.UUID]  # active records the source wrote, now quarantined
+    derived_ids: list[uuid.UUID]  # active records derived from anything it wrote, now quarantined
+    token_revoked: bool  # a credential's token was usable and is revoked now
+
+
+def revocation_targets(*, source: RevokedSource, actor: Actor) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """(active records the source wrote, active records derived from any record it wrote, at any
+    depth), sorted by key. Read only: what a revocation would move, for its confirmation step too."""
+    if not actor.may_access_tenant(source.tenant_id):
+        raise RecordNotFound("No such tenant in your scope.")
+    written = source.records_written(records_in_scope(actor)).exclude(status=Status.FORGOTTEN)
+    written_ids = set(written.values_list("pk", flat=True))
+    edges = MemoryRecord.derived_from.through.objects
+    lineage: set[uuid.UUID] = set()
+    frontier = written_ids
+    while frontier:  # derived records of derived records, too
+        found: set[uuid.UUID] = set()
+        ordered = sorted(frontier)
+        for start in range(0, len(ordered), 1000):
+            found.update(edges.filter(to_memoryrecord_id__in=ordered[start:start + 1000])
+                         .values_list("from_memoryrecord_id", flat=True))
+        frontier = found - written_ids - lineage
+        lineage |= frontier
+    active = records_in_scope(actor).filter(tenant_id=source.tenant_id, status=Status.ACTIVE)
+    direct = sorted(written.filter(status=Status.ACTIVE).values_list("pk", flat=True))
+    derived: list[uuid.UUID] = []
+    ordered = sorted(lineage)
+    for start in range(0, len(ordered), 1000):
+        derived.extend(active.filter(pk__in=ordered[start:start + 1000]).values_list("pk", flat=True))
+    return direct, sorted(derived)
+
+
+def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "") -> RevokeOutcome:
+    """Revoke a source: every active record it wrote, and every active record derived from anything
+    it wrote, goes back to `quarantined` (trust untrusted), set-based, one history row each with
+    reason `<channel>.revoke` and the note; recall stops returning them when this commits. A
+    credential's token is revoked too. Humans only; records already quarantined, decided or
+    forgotten stay as they are. Repeating it finds nothing left (affected 0), so it is safe to
+    run again, e.g. to catch a write that was in flight with the token."""
+    _require_human(actor, "revoke")
+    kind = source.kind
+    checked_note(note)
+    now = timezone.now()
+    with transaction.atomic():
+        token_revoked = False
+        if kind == "credential_id":
+            token_revoked = bool(AgentCredential.objects.filter(
+                pk=source.credential_id, agent__tenant_id=source.tenant_id, revoked_at__isnull=True,
+            ).update(revoked_at=now))
+        direct, derived = revocation_targets(source=source, actor=actor)
+        locked = set(_forget_locked([*direct, *derived]))  # one pass in key order; skips forgotten
+        moved: dict[bool, list[uuid.UUID]] = {}
+        for is_derived, ids in ((False, direct), (True, derived)):
+            why = (f"Derived from a memory whose source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again."
+                   if is_derived else f"Its source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again.")
+            # Still active once locked (a concurrent decision may have moved one meanwhile).
+            still = [pk for pk in ids if pk in locked]
+            moved[is_derived] = []
+            for start in range(0, len(still), 1000):
+                chunk = list(MemoryRecord.objects.filter(pk__in=still[start:start + 1000], status=Status.ACTIVE)
+                             .values_list("pk", flat=True))
+                MemoryRecord.objects.filter(pk__in=chunk).update(trust=Trust.UNTRUSTED, quarantine_reason=why)
+                _bulk_transition(chunk, target=TRANSITIONS["revoke"][1], now=now, actor=actor,
+                                 reason=f"{actor.channel}.revoke", note=note)
+                moved[is_derived].extend(chunk)
+    return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked)

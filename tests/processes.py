@@ -64,7 +64,7 @@ class CeleryStack:
             # Nothing is scheduled unless a test asks for it.
             "JOB_EXPIRE_INTERVAL": "0", "JOB_PROPAGATE_FORGETS_INTERVAL": "0",
             "JOB_PROPOSE_DUPLICATES_INTERVAL": "0", "JOB_PRUNE_INTERVAL": "0",
-            "JOB_GOLDEN_RECALL_INTERVAL": "0",
+            "JOB_GOLDEN_RECALL_INTERVAL": "0", "JOB_ALERTS_INTERVAL": "0",
         }
 
     @property

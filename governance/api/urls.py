@@ -3,6 +3,7 @@
 from rest_framework.routers import SimpleRouter
 
 from governance.api.golden import GoldenQuestionViewSet, GoldenRunViewSet
+from governance.api.revocations import RevocationViewSet
 from governance.api.views import ForgetRequestViewSet, ProposalViewSet
 
 app_name = "governance-api"
@@ -12,6 +13,7 @@ router.register("forget", ForgetRequestViewSet, basename="forget")
 router.register("proposals", ProposalViewSet, basename="proposal")
 router.register("golden/runs", GoldenRunViewSet, basename="golden-run")
 router.register("golden", GoldenQuestionViewSet, basename="golden")
+router.register("revocations", RevocationViewSet, basename="revocation")
 
 urlpatterns = [
     *router.urls,

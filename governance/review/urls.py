@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import dashboard, golden, proposals, views
+from governance.review import dashboard, golden, notifications, proposals, revocations, views
 
 app_name = "review"
 urlpatterns = [
@@ -23,4 +23,8 @@ urlpatterns = [
     path("golden/run/", golden.golden_run, name="golden_run"),
     path("golden/runs/<int:pk>/", golden.golden_run_detail, name="golden_run_detail"),
     path("golden/<uuid:pk>/remove/", golden.golden_question_remove, name="golden_question_remove"),
+    path("revocations/", revocations.revocation_list, name="revocation_list"),
+    path("revocations/new/", revocations.revocation_new, name="revocation_new"),
+    path("revocations/<uuid:pk>/", revocations.revocation_detail, name="revocation_detail"),
+    path("notifications/", notifications.notifications, name="notifications"),
 ]

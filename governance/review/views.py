@@ -23,9 +23,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from governance.alerts.selectors import open_alerts
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
+from governance.revocations.models import Revocation
+from governance.revocations.selectors import records_of, revocation_from_query
 from governance.selectors import forget_requests_in_scope, last_job_runs, queue_stats
 from governance.services import forget_request_create
 from memory.actors import Actor
@@ -33,6 +36,7 @@ from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFail
 from memory.filters import MemoryRecordFilter
 from memory.fingerprints import records_about
 from memory.models import Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
+from memory.risk import FLAGGED, flagged_first, risk_reasons
 from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
 from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
 
@@ -91,7 +95,7 @@ def home(request: HttpRequest) -> HttpResponse:
                        "size": stat.size, "oldest": stat.oldest})
     # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
     return render_page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
-                                               "tenants": list(tenants_in_scope(actor))})
+                                               "tenants": list(tenants_in_scope(actor)), "alerts": list(open_alerts(actor))})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -141,17 +145,30 @@ def _pop_changed(request: HttpRequest, actor: Actor) -> list[MemoryRecord]:
 @reviewer_required
 def quarantine(request: HttpRequest) -> HttpResponse:
     actor = request.actor
-    filterset = _queue_filter(request, quarantine_queue(actor))
-    page = Paginator(_queue_rows(filterset), QUARANTINE_PAGE_SIZE).get_page(request.GET.get("page"))
+    queue = quarantine_queue(actor)
+    # ?revocation=<id>: only what that revocation sent back; ?order=flagged: risk-flagged first.
+    try:
+        revocation = revocation_from_query(actor, request.GET.get("revocation"))
+    except Revocation.DoesNotExist as exc:
+        raise Http404("No such revocation.") from exc
+    if revocation is not None:
+        queue = queue.filter(pk__in=records_of(revocation))
+    filterset = _queue_filter(request, queue)
+    flagged = request.GET.get("order") == "flagged"
+    rows = flagged_first(_queue_rows(filterset)) if flagged else _queue_rows(filterset)
+    page = Paginator(rows, QUARANTINE_PAGE_SIZE).get_page(request.GET.get("page"))
     # A summary whose sources were superseded since may no longer hold: say so on its row (one
     # query for the whole page).
     stale_sources = superseded_sources_by_record([record.pk for record in page.object_list]) if page.object_list else {}
     for record in page.object_list:
         record.superseded_source_ids = stale_sources.get(record.pk, [])
+        record.risks = risk_reasons(record.risk_flags)
     return render_page(request, "review/quarantine.html", {
         "nav": "quarantine", "page": page, "filterset": filterset,
         "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
         "changed": _pop_changed(request, actor),
+        "revocation": revocation, "flagged_first": flagged,
+        "flagged_count": filterset.qs.filter(FLAGGED).count() if filterset.is_valid() else 0,
     })
 
 

@@ -1,0 +1,117 @@
+"""Filing a revocation: name the source (resolved within the tenant), preview what it would send
+back to quarantine, and revoke it through the memory lifecycle service, keeping the receipt.
+
+The API, the reviewer pages and the admin actions all come through `revocation_create`; the
+confirmation step reads `revocation_preview`, which counts with the same selection the revocation
+itself uses (`memory.services.revocation_targets`)."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from governance.revocations.models import Revocation, RevocationRecord
+from memory.actors import Actor
+from memory.errors import RecordNotFound, ValidationFailed
+from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, Tenant, hash_token
+from memory.services import RevokedSource, memory_revoke_source, revocation_targets
+
+SESSION_ID_MAX_CHARS = MemoryRecord._meta.get_field("session_id").max_length
+SOURCE_URI_MAX_CHARS = MemoryRecord._meta.get_field("source_uri").max_length
+SOURCE_FIELDS = ("credential", "agent", "session_id", "source_uri_prefix")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source resolved within a tenant: what the memory service needs, and how people read it."""
+
+    kind: str  # a Revocation.Source value
+    revoked: RevokedSource
+    credential: AgentCredential | None = None
+    agent: Agent | None = None
+    value: str = ""
+
+
+def resolve_source(*, actor: Actor, tenant: Tenant, credential=None, agent=None, session_id=None,
+                   source_uri_prefix=None) -> Source:
+    """Exactly one of: `credential` (its id, the token itself or the token's hint), `agent` (its
+    slug), `session_id`, `source_uri_prefix`. Another tenant's credential or agent is a 404."""
+    if not actor.may_access_tenant(tenant.pk):
+        raise RecordNotFound("No such tenant in your scope.")
+    given = {name: value for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix))
+             if value not in (None, "")}
+    if len(given) != 1:
+        raise ValidationFailed("Name exactly one source to revoke.",
+                               errors={"source": [f"Exactly one of: {', '.join(SOURCE_FIELDS)}."]})
+    (name, value), = given.items()
+    if name == "credential":
+        found = _credential(tenant, value)
+        return Source(Revocation.Source.CREDENTIAL, RevokedSource(tenant_id=tenant.pk, credential_id=found.pk),
+                      credential=found, agent=found.agent, value=f"{found.token_hint}…")
+    if name == "agent":
+        found = Agent.objects.filter(tenant=tenant, slug=value).first() if isinstance(value, str) else value
+        if found is None or found.tenant_id != tenant.pk:
+            raise RecordNotFound("No such agent in this tenant.")
+        return Source(Revocation.Source.AGENT, RevokedSource(tenant_id=tenant.pk, agent_id=found.pk), agent=found, value=found.slug)
+    limit = SESSION_ID_MAX_CHARS if name == "session_id" else SOURCE_URI_MAX_CHARS
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationFailed("The source is empty.", errors={name: ["Must be a non-empty string."]})
+    if len(value) > limit:
+        raise ValidationFailed("The source is too long.", errors={name: [f"At most {limit} characters."]})
+    kind = Revocation.Source.SESSION_ID if name == "session_id" else Revocation.Source.SOURCE_URI_PREFIX
+    return Source(kind, RevokedSource(tenant_id=tenant.pk, **{name: value}), value=value)
+
+
+def _credential(tenant: Tenant, reference) -> AgentCredential:
+    credentials = AgentCredential.objects.filter(agent__tenant=tenant).select_related("agent")
+    if isinstance(reference, AgentCredential):
+        found = credentials.filter(pk=reference.pk).first()
+    elif isinstance(reference, int) and not isinstance(reference, bool):
+        found = credentials.filter(pk=reference).first()
+    elif isinstance(reference, str) and reference.startswith(AgentCredential.TOKEN_PREFIX) and len(reference) > 12:
+        found = credentials.filter(token_hash=hash_token(reference)).first()  # the leaked token itself
+    elif isinstance(reference, str):
+        matches = list(credentials.filter(token_hint=reference.rstrip("…"))[:2])
+        if len(matches) > 1:
+            raise ValidationFailed("Several tokens share this hint.", errors={"credential": ["Ambiguous: give the credential's id."]})
+        found = matches[0] if matches else None
+    else:
+        raise ValidationFailed("The credential is malformed.",
+                               errors={"credential": ["The credential's id, the token, or the token's hint."]})
+    if found is None:
+        raise RecordNotFound("No such credential in this tenant.")
+    return found
+
+
+def _checked_reason(reason) -> str:
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise ValidationFailed("Say why the source is revoked.", errors={"reason": ["This field is required."]})
+    if len(reason) > NOTE_MAX_CHARS:  # it becomes each record's history note
+        raise ValidationFailed("The reason is too long.", errors={"reason": [f"At most {NOTE_MAX_CHARS} characters."]})
+    return reason
+
+
+def revocation_preview(*, actor: Actor, source: Source) -> tuple[int, int]:
+    """(active records the source wrote, active records derived from them): what revoking would move now."""
+    direct, derived = revocation_targets(source=source.revoked, actor=actor)
+    return len(direct), len(derived)
+
+
+def revocation_create(*, actor: Actor, source: Source, reason: str) -> Revocation:
+    """Revoke `source` now and keep the receipt. Safe to repeat: a second revocation of the same
+    source finds nothing left and records affected 0."""
+    reason = _checked_reason(reason)
+    with transaction.atomic():
+        outcome = memory_revoke_source(source=source.revoked, actor=actor, note=reason)
+        revocation = Revocation.objects.create(
+            tenant_id=source.revoked.tenant_id, source=source.kind, credential=source.credential, agent=source.agent,
+            value=source.value, reason=reason, revoked_by=actor.label, revoked_by_user=actor.user,
+            affected=len(outcome.record_ids) + len(outcome.derived_ids), derived_affected=len(outcome.derived_ids),
+            token_revoked=outcome.token_revoked,
+        )
+        RevocationRecord.objects.bulk_create(
+            [RevocationRecord(revocation=revocation, record_id=pk, derived=False) for pk in outcome.record_ids]
+            + [RevocationRecord(revocation=revocation, record_id=pk, derived=True) for pk in outcome.derived_ids],
+            batch_size=1000,
+        )
+    return revocation
