@@ -127,7 +127,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # secure_delete: deleted and overwritten content is zeroed in the file, so a forget reaches the disk.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not :memory:, so tests that use several connections (threads, a worker) share it.
@@ -216,6 +217,10 @@ MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
 FORGET_FINGERPRINT_KEY = env_str("FORGET_FINGERPRINT_KEY", "")  # HMAC key of forgotten subjects (memory.fingerprints); empty = derived from SECRET_KEY
+# Forget ledger (governance.portability.ledger): append-only, outside the database and its backups; fingerprints only.
+FORGET_LEDGER_PATH = env_str("FORGET_LEDGER_PATH", str(VAR_DIR / "forget-ledger.jsonl"))
+# Without pg_repack, the disk_rewrite job runs plain VACUUM; True runs VACUUM FULL instead (locks each table meanwhile).
+FORGET_DISK_VACUUM_FULL = env_bool("FORGET_DISK_VACUUM_FULL", False)
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 72)  # the prune job deletes older keys
 
 # --- Celery: Redis when REDIS_URL is set, else a filesystem broker that needs no server ---
@@ -268,6 +273,7 @@ JOB_INTERVALS = {
     "propose_duplicates": env_float("JOB_PROPOSE_DUPLICATES_INTERVAL", 3600),
     "prune": env_float("JOB_PRUNE_INTERVAL", 6 * 3600),
     "golden_recall": env_float("JOB_GOLDEN_RECALL_INTERVAL", 86400),  # every tenant's golden set on the active index
+    "disk_rewrite": env_float("JOB_DISK_REWRITE_INTERVAL", 3600),  # tables forgets touched, rewritten once per batch
     "alerts": env_float("JOB_ALERTS_INTERVAL", 300),  # queue alerts and, once a day, the reviewers' digests
 }
 JOB_BATCH_SIZE = env_int("JOB_BATCH_SIZE", 2000)

@@ -29,3 +29,14 @@ class GovernanceConfig(AppConfig):
         from memory.search import register_promotion_gate
 
         register_promotion_gate(golden_promotion_gate, name="golden_recall")
+
+        # Portability: the forget ledger and forgetting on disk are artifacts; imports refuse forgotten subjects.
+        from governance.forgetting import register_artifact as register_forget_artifact
+        from governance.portability.disk import DiskArtifact
+        from governance.portability.imports import forgotten_subjects_guard
+        from governance.portability.ledger import ForgetLedgerArtifact
+        from memory.portable.importer import register_import_guard
+
+        register_forget_artifact(ForgetLedgerArtifact(), before="external_backups")
+        register_forget_artifact(DiskArtifact(), before="external_backups")
+        register_import_guard(forgotten_subjects_guard)

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance.models import ForgetRequest, ForgetTombstone
+from governance.portability.ledger import record_forget_request_on_commit
 from memory.actors import Actor
 from memory.errors import ValidationFailed
 from memory.fingerprints import records_about, subject_fingerprint
@@ -68,4 +69,6 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
             defaults={"forgotten_at": timezone.now()},
         )
         transaction.on_commit(_propagate_soon)
+        # The forget ledger (outside the database) lists it from now on, so a restore re-applies it.
+        transaction.on_commit(lambda: record_forget_request_on_commit(request))
     return request

@@ -36,6 +36,12 @@ def run_golden_recall() -> dict:
     return job_run_summary(run_job("golden_recall", trigger="beat"))
 
 
+@shared_task(name="governance.tasks.run_disk_rewrite")
+def run_disk_rewrite() -> dict:
+    # Rewrites the tables forgets touched, once per batch of completed forgets (governance.portability.disk).
+    return job_run_summary(run_job("disk_rewrite", trigger="beat"))
+
+
 @shared_task(name="governance.tasks.run_alerts")
 def run_alerts() -> dict:
     # Every few minutes: queue alerts (one email per episode) and, once a day, each reviewer's digest.

@@ -21,6 +21,7 @@ JOBS: dict[str, str] = {
     "propose_duplicates": "governance.dedup.jobs.propose_duplicates",
     "prune": "governance.jobs.prune.prune",
     "golden_recall": "governance.golden.jobs.golden_recall",
+    "disk_rewrite": "governance.jobs.disk_rewrite.disk_rewrite",
     "alerts": "governance.alerts.jobs.alerts",
 }
 

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from governance.review import dashboard, golden, notifications, proposals, revocations, views
+from governance.review import export
 
 app_name = "review"
 urlpatterns = [
@@ -19,6 +20,7 @@ urlpatterns = [
     path("proposals/<uuid:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path("proposals/<uuid:pk>/<slug:action>/", proposals.proposal_decide, name="proposal_decide"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
+    path("export/", export.export, name="export"),
     path("golden/", golden.golden, name="golden"),
     path("golden/run/", golden.golden_run, name="golden_run"),
     path("golden/runs/<int:pk>/", golden.golden_run_detail, name="golden_run_detail"),
