@@ -30,6 +30,12 @@ class GovernanceConfig(AppConfig):
 
         register_promotion_gate(golden_promotion_gate, name="golden_recall")
 
+        # Revocations keep a revoked session id or URI prefix only while a record they revoked does.
+        from governance.forgetting import register_artifact as register_revocation_artifact
+        from governance.revocations.forgetting import RevocationSourcesArtifact
+
+        register_revocation_artifact(RevocationSourcesArtifact(), before="external_backups")
+
         # Portability: the forget ledger and forgetting on disk are artifacts; imports refuse forgotten subjects.
         from governance.forgetting import register_artifact as register_forget_artifact
         from governance.portability.disk import DiskArtifact

@@ -214,3 +214,28 @@ def test_writes_remember_their_token(credential, write):
     single = write()
     batch = memory_write_batch(credential=credential, items=[memory_body()])[0].record
     assert single.written_by == credential and MemoryRecord.objects.get(pk=batch.pk).written_by == credential
+
+
+def test_forgetting_every_record_a_session_revocation_touched_erases_the_session_id(tenant, write, reviewer_actor):
+    from governance.jobs import run_job
+    from governance.models import PropagationReceipt
+    from governance.revocations.forgetting import ERASED
+    from governance.services import forget_request_create
+
+    only_zed = [write(subject="customer/zed", provenance={"session_id": "s-zed-only"}) for _ in range(2)]
+    write(subject="customer/zed", provenance={"session_id": "s-shared"})
+    write(subject="customer/other", provenance={"session_id": "s-shared"})
+    revoke = lambda session: revocation_create(  # noqa: E731
+        actor=reviewer_actor, source=resolve_source(actor=reviewer_actor, tenant=tenant, session_id=session), reason="poisoned")
+    lone, shared = revoke("s-zed-only"), revoke("s-shared")
+    assert (lone.affected, shared.affected) == (2, 2)
+
+    request = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/zed", reason="erasure")
+    run_job("propagate_forgets")
+    lone.refresh_from_db()
+    shared.refresh_from_db()
+    assert (lone.value, shared.value) == (ERASED, "s-shared")  # another subject's record still holds that session
+    assert (lone.affected, lone.records.count()) == (2, 2)  # counts and id links stay
+    receipt = PropagationReceipt.objects.get(forget_request=request, artifact="revocation_sources")
+    assert receipt.removed == 1 and "s-zed-only" not in receipt.note
+    assert statuses([record.pk for record in only_zed]) == {Status.FORGOTTEN}
