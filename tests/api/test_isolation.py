@@ -189,8 +189,8 @@ def test_recall_costs_a_constant_number_of_queries(write, agent_client):
     large_kinds = recall_queries({"query": "email note", "limit": 50, "kinds": ["preference"], "subject": "customer/acme"})
     assert (small[1], large[1]) == (1, 40)
     assert small[0] == large[0] and small_kinds[0] == large_kinds[0]
-    # credential, active index, query analysis, scope statistics, document frequencies, one ranked
-    # stream per query term and one for the records matching none, the records, last_used_at: a
-    # number that depends on the query's terms, never on how many records the scope holds.
-    assert large[0] <= 10
+    # credential, active index, query analysis (on SQLite through a temporary FTS5 table, a statement
+    # per term), scope statistics, document frequencies, the ranked streams, the records,
+    # last_used_at: a number that depends on the query's terms, never on how many records there are.
+    assert large[0] <= (10 if connection.vendor == "postgresql" else 16)
     assert recall_ids(agent_client, query="email note", limit=5) and len(recall_ids(agent_client, query="x", limit=5)) == 5
