@@ -111,13 +111,13 @@ class Server:
         self.proc.wait(timeout=20)
 
 
-def post_json(url: str, token: str, body: dict) -> tuple[int, dict, float]:
+def post_json(url: str, token: str, body: dict, timeout: float = 60) -> tuple[int, dict, float]:
     data = json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method="POST", headers={
         "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     started = time.perf_counter()
     try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             payload = json.loads(resp.read() or b"{}")
             status = resp.status
     except urllib.error.HTTPError as exc:

@@ -1,13 +1,14 @@
 """Search indexes as a forget artifact. Every index (building, candidate or active) keeps a copy of
-its records' words; a record leaves every index in the same transaction that takes it out of
-`active` (the storage triggers), so a forgotten subject is gone from recall at once. Propagation
-then deletes whatever any index still holds for the request's records (an index built from a
-snapshot taken just before the forget, say) and, on SQLite, merges the FTS5 segments so the
-deleted words leave the file too. One receipt covers every index, with a count per index."""
+its records' words (lexical) or embeddings (semantic); a record leaves every index in the same
+transaction that takes it out of `active` (the storage triggers), so a forgotten subject is gone
+from recall at once. Propagation then deletes whatever any index still holds for the request's
+records (an index built from a snapshot taken just before the forget, say) and, on SQLite, merges
+the FTS5 segments so the deleted words leave the file too. One receipt covers every index, with a count per index."""
 
 from django.db import connection
 
 from memory.search import storage
+from memory.search.build import purge_index_records
 from memory.search.models import STORED_STATUSES, SearchIndex
 
 
@@ -17,10 +18,10 @@ class SearchIndexesArtifact:
 
     def purge(self, request, record_ids):
         indexes = list(SearchIndex.objects.filter(status__in=STORED_STATUSES).order_by("pk"))
-        removed = {index.name: storage.purge_records(index.storage_name, record_ids)
+        removed = {index.name: purge_index_records(index, record_ids)
                    for index in indexes if record_ids and storage.storage_exists(index.storage_name)}
         per_index = ", ".join(f"{name}: {count}" for name, count in removed.items()) or "none held"
         compacted = " FTS5 segments merged, so deleted words leave the file." if connection.vendor == "sqlite" else ""
-        note = (f"Entries left every search index when the records stopped being active; left over now, per index: "
-                f"{per_index}.{compacted}")
+        note = (f"Entries (words, vectors) left every search index when the records stopped being active; "
+                f"left over now, per index: {per_index}.{compacted}")
         return sum(removed.values()), note[:500]

@@ -7,9 +7,11 @@
    matches a word, and every record it ranks is loaded through the scoped query again, so an index
    can never widen what recall returns.
 2. Ranking: BM25 within that scope plus bounded priors (authority, confidence, recency), read from
-   the active lexical index or the one named (`memory.search.ranking` says how). `score_parts`
-   names every part and `score` is their sum; ties go to lexical relevance, then the most recently
-   confirmed.
+   the active lexical index or the one named (`memory.search.ranking` says how). When a semantic
+   index serves (the active one, or one named; and this process has the `semantic` extra), the
+   lexical ranking is fused with the scope's cosine similarities (`memory.search.fusion`), which
+   adds the `semantic` and `fusion` parts. `score_parts` names every part and `score` is their sum;
+   ties go to relevance, then the most recently confirmed.
 3. Items fill the token budget in rank order, skipping (and counting) those that do not fit. Each
    carries a one-line `context` framing it as dated data: kind, authority, when it was confirmed,
    its source and when the source said it.
@@ -26,12 +28,12 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.actors import Actor
-from memory.errors import ScopeDenied
+from memory.errors import Conflict, ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
 from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Status
-from memory.search import storage
+from memory.search import fusion, semantic, storage
 from memory.search.build import serving_index
-from memory.search.models import SearchIndex
+from memory.search.models import IndexKind, IndexStatus, SearchIndex
 from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
     AUTHORITY_WEIGHT, CONFIDENCE_WEIGHT, PARTS, RECENCY_HALF_LIFE_DAYS, Ranked, Scope, rank,
 )
@@ -65,8 +67,10 @@ class RecallResult:
     tokens_used: int = 0
     omitted_for_budget: int = 0
     candidates: int = 0  # active records in the scope (the ranking's collection)
-    index: str = ""  # the index that ranked them
+    index: str = ""  # the lexical index that ranked them
     terms: list[str] = field(default_factory=list)  # the query as that index analysed it
+    semantic: str = ""  # the semantic index fused in, if one was
+    semantic_unavailable: str | None = None  # why an active semantic index was not used here
 
 
 def parse_recall(data: Any) -> RecallQuery:
@@ -97,8 +101,9 @@ def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datet
 
 def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None,
            index: SearchIndex | str | None = None) -> RecallResult:
-    """What the token's agent recalls for `q`, ranked by `index` (an index or its name; None: the
-    active lexical index). Marks the returned records used."""
+    """What the token's agent recalls for `q`, ranked by `index` (an index or its name, which takes
+    the place of the active index of its kind; None: the active indexes). Marks the returned
+    records used."""
     if not credential.allows_purpose(q.purpose):
         raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
     now = now or timezone.now()
@@ -124,26 +129,50 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
     scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None,
                   kind_ids=kind_ids)
     for attempt in (1, 2):
-        serving = serving_index(index)
+        lexical, similar_index, unavailable = _serving(index)
         try:
-            result = _fill(serving, scope, candidates.select_related("kind"), q)
+            result = _fill(lexical, scope, candidates.select_related("kind"), q, similar_index)
+            result.semantic_unavailable = unavailable
             break
         except DatabaseError:
-            # The active index was replaced and its storage dropped between choosing it and reading
+            # An active index was replaced and its storage dropped between choosing it and reading
             # it: choose again, once. Anything else is a real error.
-            if index is not None or attempt == 2 or connection.in_atomic_block or storage.storage_exists(serving.storage_name):
+            used = [i for i in (lexical, similar_index) if i is not None]
+            if (index is not None or attempt == 2 or connection.in_atomic_block
+                    or all(storage.storage_exists(i.storage_name) for i in used)):
                 raise
     if mark_used:
         memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
     return result
 
 
-def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], q: RecallQuery) -> RecallResult:
+def _serving(index: SearchIndex | str | None) -> tuple[SearchIndex, SearchIndex | None, str | None]:
+    """(the lexical index, the semantic index to fuse in or None, why the active semantic index
+    cannot serve in this process). A named index takes its kind's place; a named semantic index
+    that cannot serve here is an error, an active one falls back to lexical recall."""
+    named = serving_index(index) if index is not None else None
+    active = {i.kind: i for i in SearchIndex.objects.filter(status=IndexStatus.ACTIVE)}  # one query for both kinds
+    lexical = active.get(IndexKind.LEXICAL) or serving_index(None)  # (None: the default one, built now)
+    if named is not None and named.kind == IndexKind.SEMANTIC:
+        chosen, reason = semantic.serving_semantic(named)
+        if chosen is None:
+            raise Conflict(f"Index '{named.name}' cannot answer recall here: {reason}", code="index_unavailable")
+        return lexical, chosen, None
+    chosen, reason = semantic.serving_semantic(active.get(IndexKind.SEMANTIC))
+    return named or lexical, chosen, reason
+
+
+def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], q: RecallQuery,
+          semantic_index: SearchIndex | None = None) -> RecallResult:
     """Take ranked rows in batches, load each batch through the hard-filtered query (one query per
     batch), and fill the budget in rank order."""
     ranking = rank(index, scope, q.query)
     rows = iter(ranking)
     result = RecallResult(index=index.name, terms=ranking.terms)
+    if semantic_index is not None:
+        similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH)
+        rows = fusion.fuse(rows, similarity, now=scope.now)
+        result.semantic = semantic_index.name
     remaining = q.token_budget
     batch_size = max(2 * q.limit, 20)
     while len(result.items) < q.limit:
@@ -188,7 +217,7 @@ def context_line(record: MemoryRecord) -> str:
 
 
 def _item(record: MemoryRecord, row: Ranked) -> RecallItem:
-    parts = {name: round(row.parts[name], 4) for name in PARTS}
+    parts = {name: round(value, 4) for name, value in row.parts.items()}
     context = context_line(record)
     return RecallItem(record=record, score=round(sum(parts.values()), 4), score_parts=parts,
                       tokens=estimate_tokens(context), context=context)

@@ -32,6 +32,7 @@ from memory.models import (
     content_digest,
 )
 from memory.risk import risk_flags_value
+from memory.search.semantic import embed_after_commit
 from memory.selectors import records_in_scope
 from memory.validation import BatchItemSerializer, MemoryWriteSerializer, WriteDraft, parse_write
 
@@ -233,6 +234,8 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     record = _new_record(draft, credential=credential, actor=actor, now=now, contaminated=contaminated, supersedes=superseded)
     record.save(force_insert=True)
     count_on_commit(WRITES, record.status)
+    if record.status == Status.ACTIVE:
+        embed_after_commit([record.pk])
     if sources:
         record.derived_from.set(sources)
     if superseded is not None and record.status == Status.ACTIVE:
@@ -354,6 +357,7 @@ def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor:
                                  custom_historical_attrs={"history_actor": actor.label, "history_note": ""})
         for status, count in Counter(record.status for record in records).items():
             count_on_commit(WRITES, status, count)
+        embed_after_commit([record.pk for record in records if record.status == Status.ACTIVE])
     results.update({item.index: BatchItemResult(item.index, record=record) for item, record in zip(plain, records)})
     for item in items:
         if item.index in results:
@@ -450,6 +454,7 @@ def _transition(
             raise RecordNotFound("No such memory in your scope.")
         _check_applies(record, name, expected_version)
         now = timezone.now()
+        became_active = record.status != target == Status.ACTIVE
         if record.status != target:
             record.status = target
             record.status_changed_at = now
@@ -459,6 +464,8 @@ def _transition(
         _stamp(record, actor=actor, reason=f"{actor.channel}.{name}", note=note)
         record.save(update_fields=TRANSITION_FIELDS)
         count_on_commit(TRANSITION_COUNT, name)
+        if became_active:
+            embed_after_commit([record.pk])
         return record
 
 
@@ -581,6 +588,7 @@ def memory_supersede(
         _stamp(record, actor=actor, reason=f"{actor.channel}.correct", note=note)
         record.save(force_insert=True)
         count_on_commit(WRITES, record.status)
+        embed_after_commit([record.pk])
         return record
 
 

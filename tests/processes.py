@@ -192,7 +192,8 @@ class GunicornServer:
                 self.process.wait()
         self.process = None
 
-    def call(self, method: str, path: str, token: str | None = None, body: dict | None = None) -> tuple[int, dict | str]:
+    def call(self, method: str, path: str, token: str | None = None, body: dict | None = None,
+             timeout: float = 10) -> tuple[int, dict | str]:
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -200,7 +201,7 @@ class GunicornServer:
             self.base + path, method=method, data=json.dumps(body).encode() if body is not None else None, headers=headers,
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 status, raw, content_type = response.status, response.read(), response.headers["Content-Type"]
         except urllib.error.HTTPError as error:
             status, raw, content_type = error.code, error.read(), error.headers["Content-Type"]

@@ -40,11 +40,18 @@ LIMIT = 10
 BATCH_SIZE = 100  # the batch endpoint's maximum
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/gm"
 
-# Index configurations by name: server environment and extra recall body fields. The recall work
-# registers its switches here (e.g. "hybrid": {"env": {...}, "recall": {...}}); an unregistered
-# name is only a label.
-CONFIGS: dict[str, dict[str, dict]] = {
+# Index configurations by name: server environment, extra recall body fields, and manage.py
+# commands run once every turn is written (before the questions). An unregistered name is only a
+# label.
+CONFIGS: dict[str, dict] = {
     "default": {"env": {}, "recall": {}},
+    # The lexical index alone (what the default is while no semantic index is built).
+    "lexical": {"env": {}, "recall": {}},
+    # Lexical + the semantic index (needs the `semantic` extra): built over every written turn and
+    # made active, so recall fuses both. Each gunicorn worker loads the model at its first recall,
+    # which on a loaded 2-core machine can take longer than gunicorn's default 30 s worker timeout.
+    "hybrid": {"env": {"GUNICORN_CMD_ARGS": "--timeout 300"}, "recall": {},
+               "after_writes": [["rebuild_index", "semantic", "--kind", "semantic", "--wait"]]},
 }
 
 
@@ -114,8 +121,15 @@ def write_body(conv: dict, session: dict, turn: dict) -> dict:
     }
 
 
+CALL_TIMEOUT = 10.0  # seconds per HTTP call, unless --call-timeout (a loaded machine, a model loading)
+
+
+def call(server, method: str, path: str, token: str, body: dict):
+    return server.call(method, path, token, body, timeout=getattr(server, "call_timeout", CALL_TIMEOUT))
+
+
 def has_batch_endpoint(server, token: str) -> bool:
-    status, _ = server.call("POST", "/api/v1/memories/batch/", token, {"items": []})
+    status, _ = call(server, "POST", "/api/v1/memories/batch/", token, {"items": []})
     return status not in (404, 405)
 
 
@@ -132,14 +146,14 @@ def write_conversation(server, token: str, conv: dict, batch: bool) -> dict[str,
     if batch:
         for start in range(0, len(bodies), BATCH_SIZE):
             chunk = bodies[start:start + BATCH_SIZE]
-            status, payload = server.call("POST", "/api/v1/memories/batch/", token, {"items": [b for _, b in chunk]})
+            status, payload = call(server, "POST", "/api/v1/memories/batch/", token, {"items": [b for _, b in chunk]})
             if status != 200:
                 raise SystemExit(f"batch write failed: {status} {str(payload)[:500]}")
             for (turn_id, _), result in zip(chunk, payload["results"], strict=True):
                 ids[check_written(result["status"], result.get("record"), turn_id)] = turn_id
     else:
         for turn_id, body in bodies:
-            status, payload = server.call("POST", "/api/v1/memories/", token, body)
+            status, payload = call(server, "POST", "/api/v1/memories/", token, body)
             ids[check_written(status, payload, turn_id)] = turn_id
     return ids
 
@@ -154,7 +168,7 @@ def ask(server, token: str, conv: dict, question: dict, record_turns: dict[str, 
     body = {"query": question["question"], "purpose": PURPOSE, "subject": conv["subject"], "kinds": ["episodic"],
             "limit": LIMIT, **recall_fields}
     started = time.perf_counter()
-    status, payload = server.call("POST", "/api/v1/recall/", token, body)
+    status, payload = call(server, "POST", "/api/v1/recall/", token, body)
     seconds = time.perf_counter() - started
     if status != 200:
         raise SystemExit(f"recall for {question['id']} failed: {status} {str(payload)[:500]}")
@@ -233,6 +247,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="extra field in every recall body (repeatable)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--clients", type=int, default=5, help="conversations written in parallel")
+    parser.add_argument("--call-timeout", type=float, default=CALL_TIMEOUT, help="seconds per HTTP call")
     parser.add_argument("--out", help="JSON report path (default var/recall-eval/<database>-<config>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir and the PostgreSQL database")
     args = parser.parse_args(argv)
@@ -253,6 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
     if config is None:
         print(f"note: configuration {args.config!r} is not registered in CONFIGS; it is only a label", flush=True)
         config = {"env": {}, "recall": {}}
+    after_writes = config.get("after_writes", [])
     server_env = {**config["env"], **parse_pairs(args.server_env, as_json=False)}
     recall_fields = {**config["recall"], **parse_pairs(args.recall_field, as_json=True)}
 
@@ -269,6 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
         token = manage(env, "issue_agent_token", "--tenant", TENANT, "--agent", AGENT,
                        "--purposes", PURPOSE).strip().splitlines()[-1]
         server = start_server(env, workdir / "gunicorn.log", args.workers)
+        server.call_timeout = args.call_timeout
 
         batch = has_batch_endpoint(server, token)
         conversations = [conv for part in parts for conv in data[part]["conversations"]]
@@ -279,6 +296,13 @@ def main(argv: list[str] | None = None) -> dict:
         record_turns = {record: turn for ids in written for record, turn in ids.items()}
         turns = len(record_turns)
         print(f"wrote {turns} turns in {write_seconds:.1f} s ({'batch' if batch else 'single'} writes)", flush=True)
+        setup = []
+        for command in after_writes:
+            started = time.perf_counter()
+            output = manage(env, *command).strip().splitlines()
+            setup.append({"command": " ".join(command), "seconds": round(time.perf_counter() - started, 1),
+                          "output": output[-1] if output else ""})
+            print(f"manage.py {' '.join(command)}: {setup[-1]['seconds']} s", flush=True)
 
         report = {
             "run_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -286,6 +310,7 @@ def main(argv: list[str] | None = None) -> dict:
             "database": args.database, "config": args.config, "server_env": server_env, "recall_fields": recall_fields,
             "revision": git_revision(), "workers": args.workers,
             "writes": {"turns": turns, "seconds": round(write_seconds, 2), "mode": "batch" if batch else "single"},
+            "setup": setup,
             "parts": {part: evaluate_part(server, token, data[part], record_turns, recall_fields) for part in parts},
         }
     finally:

@@ -1,5 +1,7 @@
 """`GET /api/v1/indexes/` (reviewers): every search index with its recipe, status, inputs,
-coverage and the golden-recall gate's verdict from its last promotion attempt.
+coverage and the golden-recall gate's verdict from its last promotion attempt, and whether this
+server can use it (`available`, `unavailable_reason`: a semantic index needs the `semantic` extra
+where recall runs; without it recall is lexical).
 
 Indexes span tenants; a gate report lists tenants by slug, so a reviewer sees only the entries of
 the tenants they review (a superuser sees all)."""
@@ -14,7 +16,8 @@ from memory.api.authentication import request_actor
 from memory.api.permissions import IsReviewer
 from memory.api.views import PROBLEMS
 from memory.models import Tenant
-from memory.search.models import SearchIndex
+from memory.search import semantic
+from memory.search.models import IndexKind, SearchIndex
 
 
 def _visible(report: dict, slugs: set[str] | None) -> dict:
@@ -33,15 +36,24 @@ class SearchIndexSerializer(serializers.ModelSerializer):
     inputs = serializers.JSONField(help_text='{"records": N, "up_to": "<time>"}: what the index was built from.')
     promotion = serializers.SerializerMethodField(help_text="The last promotion decision, without the gate reports.")
     golden = serializers.SerializerMethodField(help_text="The golden-recall gate's report at the last promotion attempt.")
+    available = serializers.SerializerMethodField(help_text="Whether this server can rank with the index (a semantic "
+                                                            "index needs the `semantic` extra installed).")
+    unavailable_reason = serializers.SerializerMethodField(help_text="Why not, when it cannot; recall is lexical then.")
 
     class Meta:
         model = SearchIndex
         fields = ["name", "kind", "recipe", "status", "built_at", "inputs", "coverage", "created_at", "status_changed_at",
-                  "promotion", "golden"]
+                  "promotion", "golden", "available", "unavailable_reason"]
 
     def get_promotion(self, index: SearchIndex) -> dict | None:
         promotion = index.report.get("promotion")
         return {k: v for k, v in promotion.items() if k != "gates"} if promotion else None
+
+    def get_available(self, index: SearchIndex) -> bool:
+        return self.get_unavailable_reason(index) is None
+
+    def get_unavailable_reason(self, index: SearchIndex) -> str | None:
+        return semantic.unavailable_reason(index) if index.kind == IndexKind.SEMANTIC else None
 
     def get_golden(self, index: SearchIndex) -> dict | None:
         gates = (index.report.get("promotion") or {}).get("gates") or {}

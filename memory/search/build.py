@@ -33,7 +33,7 @@ from memory.errors import Conflict, RecordNotFound, ValidationFailed
 from memory.models import MemoryRecord, Status
 from memory.search import storage
 from memory.search.gates import run_promotion_gates
-from memory.search.models import IndexKind, IndexStatus, SearchIndex
+from memory.search.models import STORED_STATUSES, IndexKind, IndexStatus, SearchIndex
 from memory.search.recipes import complete_recipe
 
 logger = logging.getLogger("memory.search")
@@ -97,15 +97,16 @@ def request_rebuild(*, name: str, recipe: dict | None = None, kind: str = IndexK
         return index
 
 
-def build_index(index_id: int, *, actor: str = "system") -> SearchIndex:
+def build_index(index_id: int, *, actor: str = "system", encode=None) -> SearchIndex:
     """Fill a `building` index's storage and make it a candidate; anything else is left as it is.
-    A failed build drops the storage and retires the index with the error's type in its report."""
+    A failed build drops the storage and retires the index with the error's type in its report.
+    `encode` replaces a semantic index's model (a benchmark's synthetic vectors)."""
     index = SearchIndex.objects.get(pk=index_id)
     if index.status != IndexStatus.BUILDING:
         return index
     started, up_to = time.monotonic(), timezone.now()
     try:
-        held = storage.build_storage(index.storage_name, index.recipe)
+        held = _build_storage(index, encode=encode)
     except Exception as exc:
         logger.exception("index build failed", extra={"index": index.name})
         storage.drop_storage(index.storage_name)
@@ -117,6 +118,26 @@ def build_index(index_id: int, *, actor: str = "system") -> SearchIndex:
     return _set(index, reason="index.build", actor=actor, status=IndexStatus.CANDIDATE, built_at=timezone.now(),
                 inputs={"records": held, "up_to": up_to.isoformat()},
                 coverage=min(1.0, held / eligible) if eligible else 1.0, report={**index.report, "build": build})
+
+
+def _build_storage(index: SearchIndex, *, encode=None) -> int:
+    """Fill the index's storage from the active records; returns how many it holds (for a
+    semantic index: how many have their embedding)."""
+    if index.kind == IndexKind.SEMANTIC:
+        from memory.search import semantic
+
+        return semantic.build_storage(index.storage_name, index.recipe, encode=encode)
+    return storage.build_storage(index.storage_name, index.recipe)
+
+
+def purge_index_records(index: SearchIndex, record_ids) -> int:
+    """Delete the given records' entries from the index's storage (words, or vectors); returns how
+    many it still held. For forget propagation."""
+    if index.kind == IndexKind.SEMANTIC:
+        from memory.search import vectors
+
+        return vectors.purge_records(index.storage_name, record_ids)
+    return storage.purge_records(index.storage_name, record_ids)
 
 
 def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex, bool]:
@@ -187,7 +208,7 @@ def ensure_active_index(kind: str = IndexKind.LEXICAL) -> SearchIndex:
         active = SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
         if active is not None:
             return active
-        stored = SearchIndex.objects.filter(status__in=[IndexStatus.BUILDING, IndexStatus.CANDIDATE])
+        stored = SearchIndex.objects.filter(status__in=STORED_STATUSES)  # of other kinds too: keep theirs
         storage.drop_storage_except(i.storage_name for i in stored)
         name = DEFAULT_NAME[kind]
         if SearchIndex.objects.filter(name=name).exists():
@@ -229,7 +250,12 @@ def repair_storage(**kwargs) -> list[str]:
         if storage.storage_exists(index.storage_name) and storage.triggers_present(index.storage_name):
             continue
         logger.warning("search index storage incomplete: rebuilt", extra={"index": index.name})
-        held = storage.build_storage(index.storage_name, index.recipe)
+        if index.kind == IndexKind.SEMANTIC:  # triggers and rows again; the vectors computed so far stay
+            from memory.search import vectors
+
+            held = vectors.repair_storage(index.storage_name)
+        else:
+            held = storage.build_storage(index.storage_name, index.recipe)
         _set(index, reason="index.repair", actor="system", inputs={"records": held, "up_to": timezone.now().isoformat()})
         repaired.append(index.name)
     return repaired

@@ -85,7 +85,7 @@ class Ranked:
 
     @property
     def score(self) -> float:
-        return sum(self.parts[name] for name in PARTS)
+        return sum(self.parts.values())  # PARTS here; with fusion also semantic and fusion
 
     def sort_key(self) -> tuple:
         return (-self.score, -self.parts["lexical"], -self.confirmed, str(self.record_id))
@@ -225,6 +225,14 @@ def _params(index: SearchIndex, scope: Scope, **extra) -> dict:
         "now": connection.ops.adapt_datetimefield_value(scope.now),
         "k1": float(index.recipe["k1"]), "b": float(index.recipe["b"]), **extra,
     }
+
+
+def priors(authority: str, confidence: float, confirmed_at: datetime, now: datetime) -> dict[str, float]:
+    """The three priors of one record, as the SQL below computes them (for rows that come from
+    outside the lexical ranking: the semantic index's)."""
+    days = max(0.0, (now - confirmed_at).total_seconds() / 86400.0)
+    return {"authority": AUTHORITY_WEIGHT.get(authority, 0.0), "confidence": CONFIDENCE_WEIGHT * confidence,
+            "recency": 0.5 ** (days / RECENCY_HALF_LIFE_DAYS)}
 
 
 def _prior_bound(authorities: Iterable[str], max_confidence: float | None) -> float:

@@ -10,7 +10,8 @@ Lexical recipe (BM25):
 - `k1` (term-frequency saturation, 0 to 5) and `b` (length normalisation, 0 to 1).
 The derived `analyser` names what each database runs for that choice.
 
-A semantic recipe (model, version, dims) slots in beside it when that index kind is built.
+Semantic recipe: model, version, dims and normalisation of the packaged embedding model
+(`memory.search.semantic.semantic_recipe`).
 """
 
 from typing import Any
@@ -73,6 +74,10 @@ def lexical_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
 def complete_recipe(kind: str, given: dict[str, Any] | None) -> dict[str, Any]:
     if kind == IndexKind.LEXICAL:
         return lexical_recipe(given)
+    if kind == IndexKind.SEMANTIC:
+        from memory.search.semantic import semantic_recipe  # model, version, dims, normalisation
+
+        return semantic_recipe(given)
     raise ValidationFailed(f"Indexes of kind '{kind}' cannot be built here yet.", errors={"kind": ["Not supported."]})
 
 

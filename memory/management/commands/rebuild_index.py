@@ -1,10 +1,14 @@
-"""`manage.py rebuild_index NAME [--recipe JSON] [--kind lexical] [--wait]`
+"""`manage.py rebuild_index NAME [--recipe JSON] [--kind lexical|semantic] [--wait]`
 
 Builds index NAME from its recipe (or the given one) as a candidate beside the active index, then
 promotes it only if every promotion gate (the golden recall sets) passes. NAME may be new, an
 existing candidate or retired index (rebuilt in place), or the active index (a successor
 `NAME-r<time>` is built beside it and replaces it when it passes). Without --wait the build is
 queued for the worker; with it the build runs here. The last line of output is the index as JSON.
+
+`--kind semantic` builds the optional semantic index (needs the `semantic` extra where it is built
+and where recall runs): every active record is embedded, then recall fuses it with the lexical
+index once it is active.
 """
 
 import json
@@ -23,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("name", help="Index name (letters, digits, '-' and '_').")
         parser.add_argument("--recipe", help='Recipe as JSON, e.g. \'{"k1": 1.5, "b": 0.6}\'; missing keys keep '
                                              "the index's (or the active index's) values.")
-        parser.add_argument("--kind", default=IndexKind.LEXICAL, choices=[IndexKind.LEXICAL])
+        parser.add_argument("--kind", default=IndexKind.LEXICAL, choices=IndexKind.values)
         parser.add_argument("--wait", action="store_true", help="Build and promote here instead of in the worker.")
 
     def handle(self, *args, name, recipe, kind, wait, **options):
