@@ -150,9 +150,13 @@ def _pg_stats_triggers(name: str) -> list[str]:
              f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
              f"authorities = s.authorities | EXCLUDED.authorities, "
              f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
+    # A bucket left empty is deleted, since its key names a subject (personal data, which forget
+    # must not leave behind); the next record of that scope recreates it.
     removed = (f"UPDATE {name}_stats s SET docs = s.docs - o.docs, words = s.words - o.words "
                f"FROM (SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}) o "
-               f"WHERE {match};")
+               f"WHERE {match};\n"
+               f"DELETE FROM {name}_stats s USING (SELECT DISTINCT {keys} FROM old_rows) o "
+               f"WHERE {match} AND s.docs <= 0;")
     body = {"add": added, "remove": removed, "change": removed + "\n" + added}
     sql = []
     for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
