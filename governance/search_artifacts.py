@@ -3,7 +3,8 @@ its records' words (lexical) or embeddings (semantic); a record leaves every ind
 transaction that takes it out of `active` (the storage triggers), so a forgotten subject is gone
 from recall at once. Propagation then deletes whatever any index still holds for the request's
 records (an index built from a snapshot taken just before the forget, say) and, on SQLite, merges
-the FTS5 segments so the deleted words leave the file too. One receipt covers every index, with a count per index."""
+the FTS5 segments so the deleted words leave the file too. One receipt covers every index, with a
+count per index."""
 
 from django.db import connection
 
