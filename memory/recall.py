@@ -175,8 +175,12 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
         result.semantic = semantic_index.name
     remaining = q.token_budget
     batch_size = max(2 * q.limit, 20)
-    while len(result.items) < q.limit:
-        batch: list[Ranked] = list(islice(rows, batch_size))
+    # With a budget nearly spent, every later row may be skipped: look no further than SCAN_DEPTH
+    # rows per requested item, not through the whole scope (a 100,000-record scope took a minute).
+    examined, depth = 0, SCAN_DEPTH * q.limit
+    while len(result.items) < q.limit and examined < depth and (remaining is None or remaining > 0):
+        batch: list[Ranked] = list(islice(rows, min(batch_size, depth - examined)))
+        examined += len(batch)
         if not batch:
             break
         records = candidates.in_bulk([row.record_id for row in batch])
@@ -196,6 +200,9 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
                 break
     result.candidates = ranking.scope_size
     return result
+
+
+SCAN_DEPTH = 20  # ranked rows examined per requested item, at most, when the budget skips them
 
 
 def estimate_tokens(text: str) -> int:

@@ -280,3 +280,13 @@ def test_recall_runs_a_fixed_number_of_queries_whatever_the_scope_size(write, cr
     with django_assert_max_num_queries(20):  # analysis, statistics, scoring, one load, mark used
         result = _recall(credential, query="roadtrip coast lunch", kinds=["preference"], limit=20)
     assert len(result.items) == 20
+
+
+def test_a_spent_budget_stops_the_scan_instead_of_reading_the_whole_scope(write, credential, django_assert_max_num_queries):
+    from memory.recall import SCAN_DEPTH
+
+    for n in range(SCAN_DEPTH * 3):
+        write(content=f"Long note {n} " + "about the weather " * 40)
+    with django_assert_max_num_queries(30):
+        result = recall(credential=credential, q=RecallQuery(query="weather", purpose="support", limit=2, token_budget=5))
+    assert result.items == [] and result.omitted_for_budget == SCAN_DEPTH * 2

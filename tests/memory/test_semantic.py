@@ -121,6 +121,13 @@ def test_the_write_enqueues_embedding_after_commit_and_the_task_embeds_it(creden
     assert found.items[0].record.pk == record.pk and found.items[0].score_parts["semantic"] > 0
 
 
+def test_a_record_whose_vector_is_pending_is_still_found_by_its_words(credential, write, answer_and_others):
+    build_semantic()
+    pending = write(content="Acme asked to be contacted by fax.")  # its task has not run
+    top = ask(credential).items[0]
+    assert top.record.pk == pending.pk and top.score_parts["lexical"] > 0 and top.score_parts["semantic"] == 0
+
+
 def test_a_quarantined_write_is_not_embedded_until_promoted(credential, write, reviewer_actor,
                                                             django_capture_on_commit_callbacks):
     index = build_semantic()
