@@ -298,7 +298,7 @@ def _scope_where(scope) -> tuple[str, dict]:
 
 def similar(index: SearchIndex, scope, query: str, *, depth: int) -> Similarity:
     """The `depth` records of the scope most similar to `query` (exact: every vector of the scope
-    is scored)."""
+    is scored; only the ids and vectors are read for all of them)."""
     import numpy as np
 
     where, params = _scope_where(scope)
@@ -310,12 +310,16 @@ def similar(index: SearchIndex, scope, query: str, *, depth: int) -> Similarity:
     count = min(depth, len(rows))
     best = np.argpartition(-cosines, count - 1)[:count]
     best = best[np.lexsort((best, -cosines[best]))]  # by cosine, then position: a stable order
+    ids = [uuid.UUID(str(rows[position][0])) for position in best]
+    details = vectors.read_rows(index.storage_name, ids)  # the priors' fields, for these rows only
     top = []
-    for position in best:
-        record_id, _, authority, confidence, confirmed_at = rows[position]
+    for record_id, position in zip(ids, best, strict=True):
+        if record_id not in details:  # left the index since the scan
+            continue
+        authority, confidence, confirmed_at = details[record_id]
         if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
             confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=dt_timezone.utc)
-        top.append(Similar(uuid.UUID(str(record_id)), float(cosines[position]), authority, float(confidence), confirmed_at))
+        top.append(Similar(record_id, float(cosines[position]), authority, float(confidence), confirmed_at))
     # a record id as the database returns it: a UUID on PostgreSQL, hex text on SQLite
     key = (lambda pk: pk) if connection.vendor == "postgresql" else (lambda pk: pk.hex)
     return Similarity(top=top, positions={row[0]: i for i, row in enumerate(rows)}, cosines=cosines, database_key=key)

@@ -229,9 +229,28 @@ def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
 
 
 def read_scope(name: str, where: str, params: dict) -> list[tuple]:
-    """(record id, vector bytes, authority, confidence, confirmed_at) of the rows matching `where`
-    (alias `d`) that have a vector."""
+    """(record id, vector bytes) of the rows matching `where` (alias `d`) that have a vector.
+    PostgreSQL sends them in binary (raw bytes rather than hex text: about half the time for a
+    scope of 100,000), through a server-side-binding cursor on Django's connection."""
+    sql = f"SELECT d.record_id, d.vector FROM {name} d WHERE {where} AND d.vector IS NOT NULL"
+    if connection.vendor == "postgresql":
+        import psycopg
+
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(sql, params, binary=True)
+            return cursor.fetchall()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT d.record_id, d.vector, d.authority, d.confidence, d.confirmed_at FROM {name} d "
-                       f"WHERE {where} AND d.vector IS NOT NULL", params)
+        cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def read_rows(name: str, record_ids: Sequence) -> dict:
+    """record id (as a UUID) -> (authority, confidence, confirmed_at) of the given rows."""
+    if not record_ids:
+        return {}
+    condition, value = _ids_param(record_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT record_id, authority, confidence, confirmed_at FROM {name} WHERE {condition}", [value])
+        return {uuid.UUID(str(pk)): (authority, confidence, confirmed_at) for pk, authority, confidence, confirmed_at
+                in cursor.fetchall()}
