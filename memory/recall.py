@@ -18,6 +18,8 @@
 """
 
 import math
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
@@ -76,7 +78,11 @@ class RecallResult:
 def parse_recall(data: Any) -> RecallQuery:
     """A recall body (defined by `memory.validation.RecallQuerySerializer`) as a RecallQuery, or
     ValidationFailed naming every field error."""
-    body = validated(RecallQuerySerializer, data, detail="The recall request is invalid: see errors.")
+    return recall_query(validated(RecallQuerySerializer, data, detail="The recall request is invalid: see errors."))
+
+
+def recall_query(body: dict) -> RecallQuery:
+    """A validated recall body as a RecallQuery."""
     return RecallQuery(query=body["query"], purpose=body["purpose"], subject=body.get("subject"), kinds=body.get("kinds"),
                        limit=body["limit"], token_budget=body.get("token_budget"))
 
@@ -173,6 +179,17 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
         similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH)
         rows = fusion.fuse(rows, similarity, now=scope.now)
         result.semantic = semantic_index.name
+    fill_budget(result, rows, q, load=candidates.in_bulk)
+    result.candidates = ranking.scope_size
+    return result
+
+
+def fill_budget(result: RecallResult, rows: Iterator[Ranked], q: RecallQuery,
+                load: Callable[[list[uuid.UUID]], Mapping[uuid.UUID, MemoryRecord]]) -> None:
+    """Fill `result` from ranked `rows` in rank order: each batch of rows is loaded with `load`
+    (record id -> record; a row it does not return is skipped), an item that does not fit the
+    token budget is skipped and counted. Also used by as-of recall (`memory.asof`), so both fill
+    alike."""
     remaining = q.token_budget
     batch_size = max(2 * q.limit, 20)
     # With a budget nearly spent, every later row may be skipped: look no further than SCAN_DEPTH
@@ -183,7 +200,7 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
         examined += len(batch)
         if not batch:
             break
-        records = candidates.in_bulk([row.record_id for row in batch])
+        records = load([row.record_id for row in batch])
         for row in batch:
             record = records.get(row.record_id)
             if record is None:  # the index holds a record the hard filters refuse: they decide
@@ -198,8 +215,6 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
                 remaining -= item.tokens
             if len(result.items) >= q.limit:
                 break
-    result.candidates = ranking.scope_size
-    return result
 
 
 SCAN_DEPTH = 20  # ranked rows examined per requested item, at most, when the budget skips them

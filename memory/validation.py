@@ -276,8 +276,13 @@ class MemoryWriteSerializer(StrictSerializer):
         child=StrictUUIDField(), required=False, allow_null=True, allow_empty=False,
         max_length=DERIVED_FROM_MAX_ITEMS, help_text="Source records of a summary or merge (always reviewed).",
     )
-    tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
-    agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
+    tenant = StrictCharField(required=False, allow_null=True,
+                             help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of.")
+    agent = StrictCharField(required=False, allow_null=True,
+                            help_text="Agents: optional, must be the token's agent. Reviewers: required with as_of.")
+    as_of = CheckedDateTimeField(required=False, allow_null=True,
+                                 help_text="Reviewers only (with tenant and agent): what recall would have returned at "
+                                           "this moment, reconstructed from history. An agent token sending it gets 403.")
 
     @cached_property
     def kinds(self) -> dict[str, MemoryKind]:
@@ -405,8 +410,13 @@ class RecallQuerySerializer(StrictSerializer):
     limit = StrictIntegerField(required=False, min_value=1, max_value=settings.MEMORY_RECALL_MAX_LIMIT, default=10)
     token_budget = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000,
                                       help_text="Fill at most this many (estimated) tokens, in rank order.")
-    tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
-    agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
+    tenant = StrictCharField(required=False, allow_null=True,
+                             help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of.")
+    agent = StrictCharField(required=False, allow_null=True,
+                            help_text="Agents: optional, must be the token's agent. Reviewers: required with as_of.")
+    as_of = CheckedDateTimeField(required=False, allow_null=True,
+                                 help_text="Reviewers only (with tenant and agent): what recall would have returned at "
+                                           "this moment, reconstructed from history. An agent token sending it gets 403.")
 
     def validate_kinds(self, kinds):
         if not kinds:

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from memory import services
 from memory.actors import Actor
+from memory.api import asof
 from memory.api.authentication import request_actor
 from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
 from memory.api.problems import domain_problem
@@ -188,8 +189,18 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(summary="One memory", responses={200: MemoryRecordSerializer, 404: PROBLEMS[404]})
+    @extend_schema(
+        summary="One memory; reviewers may add ?as_of= for its state at a past moment",
+        parameters=[asof.AS_OF_PARAMETER],
+        # The as-of shape (asof.MemoryRecordAsOfSerializer) is the record plus an `as_of` object; it is
+        # described here rather than as a second component, which would rename the status enum.
+        responses={200: OpenApiResponse(response=MemoryRecordSerializer, description=asof.AS_OF_RESPONSE_HELP),
+                   **{code: PROBLEMS[code] for code in (400, 403, 404)},
+                   410: _problem_response("as_of: the record has been pruned since (retention deletes it with its history).")},
+    )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        if "as_of" in request.query_params:
+            return Response(asof.record_as_of_data(request_actor(request), kwargs["pk"], request.query_params["as_of"]))
         return super().retrieve(request, *args, **kwargs)
 
     def _transition(self, request: Request, pk: str) -> Response:
@@ -226,7 +237,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
 
 class RecallView(APIView):
-    permission_classes = [IsAgent]
+    permission_classes = [IsAgentOrReviewer]  # reviewers only as of a past moment (memory.api.asof)
 
     @extend_schema(
         summary="Recall memories for a task",
@@ -235,9 +246,13 @@ class RecallView(APIView):
             "query": "how does acme want to be contacted", "purpose": "support", "subject": "customer/acme",
             "kinds": ["preference"], "limit": 10, "token_budget": 800,
         })],
-        responses={200: RecallResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
+        responses={200: asof.RecallAsOfResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 429)}},
     )
     def post(self, request: Request) -> Response:
+        actor = request_actor(request)
+        if not actor.is_agent:
+            return Response(asof.recall_as_of_data(actor, request.data))
+        asof.refuse_agent_as_of(request.data)
         credential = request.auth
         query = parse_recall(services.reject_foreign_scope(request.data, credential))
         result = recall(credential=credential, q=query)
