@@ -1,5 +1,7 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path, re_path
+from django.utils.functional import lazy
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -7,6 +9,8 @@ from memory.api.problems import api_not_found
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="review:home", permanent=False)),
+    # Browsers ask for /favicon.ico on pages that name no icon (JSON, the API docs).
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("site/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/v1/", include("memory.api.urls")),

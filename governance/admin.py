@@ -11,6 +11,7 @@ from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.services import expected_record_errors, k_errors
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
 from memory.actors import Actor
+from memory.admin import record_link
 
 
 class ReadOnlyAdminMixin:
@@ -70,9 +71,16 @@ class ForgetTombstoneAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 class DedupProposalDropInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = DedupProposalDrop
-    fields = ["record", "version"]
+    fields = ["dropped", "version"]
     readonly_fields = fields
     extra = 0
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("record__kind")
+
+    @admin.display(description="record")
+    def dropped(self, drop: DedupProposalDrop) -> str:
+        return record_link(drop.record)
 
 
 @admin.register(DedupProposal)

@@ -1,7 +1,9 @@
 """Small server-side SVG charts for the governance dashboard: no JavaScript, no CDN, readable
 without colour (every bar and point carries a <title> with its exact value)."""
 
+import math
 from dataclasses import dataclass
+
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -22,75 +24,145 @@ def _frame(width: int, height: int, title: str, body: list[str]) -> SafeString:
     )
 
 
-def _axis(max_value: float, *, left: int, top: int, plot_h: int, plot_w: int, unit: str) -> list[str]:
+NICE_STEPS = (1, 2, 5)  # tick steps are one of these times a power of ten
+TICKS = 5  # at most this many intervals on the y axis
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A y axis from 0 to `top` in `step`s: the smallest "nice" step (1, 2 or 5 times a power of
+    ten) that covers the largest value in at most TICKS intervals, so ticks are evenly spaced and
+    their labels exact (0.2, 0.4, 0.6, not 0, 0.2, 0.5, 0.8 on evenly spaced lines)."""
+
+    step: float
+    top: float
+
+    @classmethod
+    def covering(cls, max_value: float, *, whole: bool = False) -> "Scale":
+        """`whole`: the values are counts, so the step is at least 1."""
+        max_value = max(max_value, 1.0 if whole else 0.0) or 1.0
+        rough = max_value / TICKS
+        power = 10 ** math.floor(math.log10(rough))
+        step = next(n * power for n in (*NICE_STEPS, 10) if n * power >= rough * (1 - 1e-9))
+        if whole:
+            step = max(1.0, step)
+        return cls(step=step, top=step * math.ceil(max_value / step - 1e-9))
+
+    @property
+    def ticks(self) -> list[float]:
+        return [self.step * i for i in range(round(self.top / self.step) + 1)]
+
+    @property
+    def decimals(self) -> int:
+        return max(0, -math.floor(math.log10(self.step) + 1e-9))
+
+    def label(self, value: float) -> str:
+        if not value:
+            return "0"
+        if self.top >= 10_000:
+            return f"{value / 1000:g}k"
+        return f"{value:.{self.decimals}f}"
+
+
+def _axis(scale: Scale, *, left: int, top: int, plot_h: int, plot_w: int, unit: str) -> list[str]:
     parts = []
-    for i in range(5):
-        value = max_value * i / 4
-        y = top + plot_h - plot_h * i / 4
+    for value in scale.ticks:
+        y = top + plot_h - plot_h * value / scale.top
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{_fmt(value)}{escape(unit)}</text>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
+                     f'{scale.label(value)}{escape(unit)}</text>')
     return parts
 
 
 def _fmt(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.1f}k"
-    return f"{value:.0f}" if value == int(value) or value >= 10 else f"{value:.1f}"
+    """An exact value for a tooltip."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
 
 
-def _legend(series: list[Series], *, x: int, y: int) -> list[str]:
-    parts = []
+LEGEND_ROW = 18
+LEGEND_CHAR_W = 7  # a rough width of one character at font-size 12, for placing legend items
+
+
+def _legend_rows(series: list[Series], *, width: int, left: int) -> list[list[tuple[int, int, Series]]]:
+    """Legend items laid out left to right, wrapping to a new row when the next would not fit:
+    [(index, x offset, series)] per row."""
+    rows: list[list[tuple[int, int, Series]]] = [[]]
+    x = 0
     for i, s in enumerate(series):
-        parts.append(f'<rect x="{x + i * 140}" y="{y}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        parts.append(f'<text x="{x + i * 140 + 18}" y="{y + 11}" font-size="12">{escape(s.name)}</text>')
+        item_w = 18 + LEGEND_CHAR_W * len(s.name) + 22
+        if rows[-1] and left + x + item_w > width:
+            rows.append([])
+            x = 0
+        rows[-1].append((i, x, s))
+        x += item_w
+    return rows
+
+
+def _legend(rows: list[list[tuple[int, int, Series]]], *, x: int, y: int) -> list[str]:
+    parts = []
+    for r, row in enumerate(rows):
+        for i, offset, s in row:
+            top = y + r * LEGEND_ROW
+            parts.append(f'<rect x="{x + offset}" y="{top}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"/>')
+            parts.append(f'<text x="{x + offset + 18}" y="{top + 11}" font-size="12">{escape(s.name)}</text>')
     return parts
 
 
-def grouped_bars(labels: list[str], series: list[Series], *, title: str, unit: str = "", width: int = 720,
-                 height: int = 260, label_every: int = 1) -> SafeString:
-    """Bars per label, one bar per series side by side."""
+def _layout(series: list[Series], *, width: int, height: int) -> tuple[int, int, int, int, list, int]:
+    """left, top, plot width, plot height, legend rows, total height (grown by extra legend rows)."""
     left, top, bottom = 48, 28, 44
-    plot_w, plot_h = width - left - 12, height - top - bottom
-    max_value = max([v for s in series for v in s.values] + [1])
-    body = _axis(max_value, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
+    rows = _legend_rows(series, width=width, left=left)
+    return left, top, width - left - 12, height - top - bottom, rows, height + (len(rows) - 1) * LEGEND_ROW
+
+
+def _x_labels(labels: list[str], *, left: int, slot: float, y: int, every: int) -> list[str]:
+    """Every `every`-th label counted back from the last, so the newest (today) is always named."""
+    last = len(labels) - 1
+    return [f'<text x="{left + i * slot + slot / 2:.1f}" y="{y}" text-anchor="middle" font-size="11">{escape(label)}</text>'
+            for i, label in enumerate(labels) if (last - i) % every == 0]
+
+
+def grouped_bars(labels: list[str], series: list[Series], *, title: str, unit: str = "", width: int = 720,
+                 height: int = 260, label_every: int = 1, whole: bool = False) -> SafeString:
+    """Bars per label, one bar per series side by side. `whole`: the values are counts."""
+    left, top, plot_w, plot_h, legend, height = _layout(series, width=width, height=height)
+    scale = Scale.covering(max([v for s in series for v in s.values] + [0]), whole=whole)
+    body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
     slot = plot_w / max(len(labels), 1)
     bar_w = max(1.0, (slot * 0.8) / max(len(series), 1))
     for li, label in enumerate(labels):
         for si, s in enumerate(series):
             value = s.values[li]
-            h = plot_h * value / max_value
+            h = plot_h * value / scale.top
             x = left + li * slot + slot * 0.1 + si * bar_w
             body.append(
                 f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(label)} · {escape(s.name)}: {_fmt(value)}{escape(unit)}</title></rect>'
             )
-        if li % label_every == 0:
-            body.append(f'<text x="{left + li * slot + slot / 2:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-                        f'font-size="11">{escape(label)}</text>')
-    body += _legend(series, x=left, y=height - 16)
+    body += _x_labels(labels, left=left, slot=slot, y=top + plot_h + 16, every=label_every)
+    body += _legend(legend, x=left, y=top + plot_h + 28)
     return _frame(width, height, title, body)
 
 
 def stacked_bars(labels: list[str], series: list[Series], *, title: str, width: int = 720, height: int = 260) -> SafeString:
-    """One bar per label, stacked by series (e.g. active memory per kind, stacked by age bucket)."""
-    left, top, bottom = 48, 28, 44
-    plot_w, plot_h = width - left - 12, height - top - bottom
+    """One bar per label, stacked by series (e.g. active memory per kind, stacked by age bucket);
+    the values are counts."""
+    left, top, plot_w, plot_h, legend, height = _layout(series, width=width, height=height)
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    max_value = max(totals + [1])
-    body = _axis(max_value, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit="")
+    scale = Scale.covering(max(totals + [0]), whole=True)
+    body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit="")
     slot = plot_w / max(len(labels), 1)
     for li, label in enumerate(labels):
         y = top + plot_h
         for si, s in enumerate(series):
-            h = plot_h * s.values[li] / max_value
+            h = plot_h * s.values[li] / scale.top
             y -= h
             body.append(
                 f'<rect x="{left + li * slot + slot * 0.2:.1f}" y="{y:.1f}" width="{slot * 0.6:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(label)} · {escape(s.name)}: {_fmt(s.values[li])}</title></rect>'
             )
-        body.append(f'<text x="{left + li * slot + slot / 2:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-                    f'font-size="11">{escape(label)}</text>')
-    body += _legend(series, x=left, y=height - 16)
+    body += _x_labels(labels, left=left, slot=slot, y=top + plot_h + 16, every=1)
+    body += _legend(legend, x=left, y=top + plot_h + 28)
     return _frame(width, height, title, body)
 
 
@@ -99,10 +171,10 @@ def points(labels: list[str], values: list[float], *, title: str, unit: str = ""
     """A dot per observation in time order, joined by a line (e.g. forget propagation lag)."""
     left, top, bottom = 48, 28, 36
     plot_w, plot_h = width - left - 12, height - top - bottom
-    max_value = max(values + [1])
-    body = _axis(max_value, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
+    scale = Scale.covering(max(values + [0]))
+    body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
     step = plot_w / max(len(values) - 1, 1)
-    coords = [(left + i * step, top + plot_h - plot_h * v / max_value) for i, v in enumerate(values)]
+    coords = [(left + i * step, top + plot_h - plot_h * v / scale.top) for i, v in enumerate(values)]
     if len(coords) > 1:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         body.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="1.5"/>')

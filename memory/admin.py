@@ -5,11 +5,14 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from simple_history.admin import SimpleHistoryAdmin
 
 from memory import services
 from memory.actors import Actor
+from memory.admin_forms import MemoryKindForm, days_text
 from memory.errors import DomainError
 from memory.models import Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Status, Tenant
 
@@ -61,10 +64,47 @@ class ReviewerTokenAdmin(_IssuedTokenAdmin):
     search_fields = ["user__username", "token_hint"]
 
 
+def _days(value) -> str:
+    return "—" if value is None else f"{days_text(value)} d"
+
+
+def record_title(record: MemoryRecord) -> str:
+    """A record as an admin reads it: "semantic · customer/acme · v1 (active)". The caller
+    selects the kind with the record."""
+    return f"{record.kind.name} · {record.subject} · v{record.version} ({record.status})"
+
+
+def record_link(record: MemoryRecord | None) -> str:
+    if record is None:
+        return "—"
+    return format_html('<a href="{}">{}</a>', reverse("admin:memory_memoryrecord_change", args=[record.pk]), record_title(record))
+
+
 @admin.register(MemoryKind)
 class MemoryKindAdmin(SimpleHistoryAdmin):
-    list_display = ["name", "default_ttl", "max_ttl", "review_interval", "auto_admit_authorities", "purge_after"]
+    form = MemoryKindForm
+    list_display = ["name", "default_ttl_days", "max_ttl_days", "review_interval_days", "admitted", "purge_after_days"]
     search_fields = ["name"]
+
+    @admin.display(description="default TTL", ordering="default_ttl")
+    def default_ttl_days(self, kind: MemoryKind) -> str:
+        return _days(kind.default_ttl)
+
+    @admin.display(description="maximum TTL", ordering="max_ttl")
+    def max_ttl_days(self, kind: MemoryKind) -> str:
+        return _days(kind.max_ttl)
+
+    @admin.display(description="review every", ordering="review_interval")
+    def review_interval_days(self, kind: MemoryKind) -> str:
+        return "never" if kind.review_interval is None else _days(kind.review_interval)
+
+    @admin.display(description="purge after", ordering="purge_after")
+    def purge_after_days(self, kind: MemoryKind) -> str:
+        return _days(kind.purge_after)
+
+    @admin.display(description="auto-admitted authorities")
+    def admitted(self, kind: MemoryKind) -> str:
+        return ", ".join(kind.auto_admit_authorities) or "none (all quarantined)"
 
 
 @admin.register(MemoryRecord)
@@ -80,7 +120,7 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
         ("Claim", {"fields": ["shown_content", "content_hash", "authority", "trust", "confidence", "quarantine_reason", "reviewed_by", "reviewed_at"]}),
         ("Provenance", {"fields": ["source_type", "source_uri", "session_id", "turn_id", "tool", "source_version", "observed_at", "contaminated"]}),
         ("Time", {"fields": ["created_at", "valid_from", "valid_to", "confirmed_at", "expires_at", "last_used_at"]}),
-        ("Lifecycle", {"fields": ["status", "status_changed_at", "version", "supersedes"]}),
+        ("Lifecycle", {"fields": ["status", "status_changed_at", "version", "corrects"]}),
     ]
 
     def get_readonly_fields(self, request, obj=None):
@@ -105,9 +145,21 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
             raise PermissionDenied("The content of a forgotten memory is not shown.")
         return super().history_form_view(request, object_id, version_id, extra_context)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("supersedes__kind")
+
+    def render_change_form(self, request: HttpRequest, context: dict, *args, obj=None, **kwargs):
+        if obj is not None:
+            context["subtitle"] = record_title(obj)
+        return super().render_change_form(request, context, *args, obj=obj, **kwargs)
+
     @admin.display(description="content")
     def shown_content(self, obj: MemoryRecord) -> str:
         return obj.visible_content if obj.visible_content is not None else "(forgotten)"
+
+    @admin.display(description="supersedes")
+    def corrects(self, obj: MemoryRecord) -> str:
+        return record_link(obj.supersedes)
 
     def _apply(self, request: HttpRequest, queryset: QuerySet, service, verb: str) -> None:
         actor = Actor.for_user(request.user, channel="admin")
@@ -136,9 +188,19 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
 
 @admin.register(IdempotencyKey)
 class IdempotencyKeyAdmin(admin.ModelAdmin):
-    list_display = ["key", "credential", "response_status", "record", "created_at"]
-    readonly_fields = ["credential", "key", "fingerprint", "response_status", "record", "created_at"]
-    list_select_related = ["credential__agent__tenant"]
+    """Written by the write path, trimmed by the prune job: for reading only."""
+
+    list_display = ["key", "credential", "response_status", "first_result", "created_at"]
+    fields = ["credential", "key", "fingerprint", "response_status", "first_result", "created_at"]
+    readonly_fields = fields
+    list_select_related = ["credential__agent__tenant", "record__kind"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # view only: the admin index links "View", not "Change"
+
+    @admin.display(description="record")
+    def first_result(self, key: IdempotencyKey) -> str:
+        return record_link(key.record)

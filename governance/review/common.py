@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import ngettext
 
 from memory.actors import Actor
 
@@ -50,7 +51,7 @@ def short_id(record_id) -> str:
 
 
 def memories(count: int) -> str:
-    return f"{count} memory" if count == 1 else f"{count} memories"
+    return ngettext("%(count)d memory", "%(count)d memories", count) % {"count": count}
 
 
 def optional_url(name: str) -> str | None:

@@ -2,6 +2,7 @@
 (computed in governance.dashboard, drawn as server-side SVG by governance.charts)."""
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import ngettext
 
 from governance.charts import Series, grouped_bars, points, stacked_bars
 from governance.dashboard import AGE_BUCKETS, build_dashboard
@@ -9,16 +10,21 @@ from governance.review.common import render_page, reviewer_required
 from governance.review.views import QUEUE_TILES
 
 
+# The lag chart's unit: the largest whose values stay readable (a lag of hours is not shown in seconds).
+LAG_UNITS = [(" h", 3600.0), (" min", 60.0), (" s", 1.0)]
+
+
 @reviewer_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The governance numbers and their charts, for the reviewer's tenants."""
     data = build_dashboard(request.actor)
     days = [day[5:] for day, _, _ in data.writes_per_day]
+    lag_unit, lag_size = _lag_unit(max((lag for _, lag in data.propagation_lags), default=0))
     charts = {
         "writes": grouped_bars(
             days, [Series("writes", [w for _, w, _ in data.writes_per_day]),
                    Series("quarantined at write", [q for _, _, q in data.writes_per_day])],
-            title="Writes and quarantines per day (last 30 days)", label_every=5),
+            title="Writes and quarantines per day (last 30 days)", label_every=5, whole=True),
         "ages": stacked_bars(
             sorted(data.age_by_kind),
             [Series(label, [data.age_by_kind[kind][i] for kind in sorted(data.age_by_kind)])
@@ -29,8 +35,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             [Series("hit@k (%)", [round(100 * point.hit_at_k, 1) for point in data.golden_trend]),
              Series("MRR (× 100)", [round(100 * point.mrr, 1) for point in data.golden_trend])],
             title="Golden recall on the active index per day (last 90 days)", label_every=7),
-        "lag": points([day for day, _ in data.propagation_lags], [lag for _, lag in data.propagation_lags],
-                      title="Forget propagation lag per request (last 90 days)", unit=" s"),
+        "lag": points([day for day, _ in data.propagation_lags], [lag / lag_size for _, lag in data.propagation_lags],
+                      title="Forget propagation lag per request (last 90 days)", unit=lag_unit),
     }
     numbers = [
         ("Attributed writes", _share(data.attributed_share), "records with structured provenance (100% by construction)"),
@@ -38,14 +44,25 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         ("Forget propagation lag", f"p50 {_duration(data.propagation_lag_p50)} · p95 {_duration(data.propagation_lag_p95)}",
          "from request to last receipt, last 90 days"),
         ("Expired on schedule", _share(data.expired_on_schedule_share),
-         f"of {data.expired_total} expired records, within 5 minutes of their expiry time"),
-        ("Dedup regret rate", _share(data.regret_rate), f"rolled back of {data.accepted_proposals} accepted proposals"),
+         ngettext("of %(count)d expired record, within 5 minutes of its expiry time",
+                  "of %(count)d expired records, within 5 minutes of their expiry time",
+                  data.expired_total) % {"count": data.expired_total}),
+        ("Dedup regret rate", _share(data.regret_rate),
+         ngettext("rolled back of %(count)d accepted proposal", "rolled back of %(count)d accepted proposals",
+                  data.accepted_proposals) % {"count": data.accepted_proposals}),
         ("Golden recall", _golden(data.golden_trend[-1] if data.golden_trend else None),
          "hit@k and MRR of the golden sets on the active index, latest day with a run"),
     ]
-    queues = [(QUEUE_TILES[stat.key][0], stat.size, _duration(stat.age(data.generated_at))) for stat in data.queues]
+    # The oldest item's time is what the queue is ordered by: written, last confirmed, filed,
+    # proposed. For drift that is the time since confirmation, not time spent waiting in the queue.
+    queues = [(QUEUE_TILES[stat.key].name, stat.size, QUEUE_TILES[stat.key].oldest_label,
+               _duration(stat.age(data.generated_at))) for stat in data.queues]
     return render_page(request, "review/dashboard.html", {"nav": "dashboard", "data": data, "charts": charts,
                                                     "numbers": numbers, "queues": queues})
+
+
+def _lag_unit(largest_seconds: float) -> tuple[str, float]:
+    return next(((unit, size) for unit, size in LAG_UNITS if largest_seconds >= 2 * size), LAG_UNITS[-1])
 
 
 def _golden(point) -> str:
@@ -56,19 +73,21 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
+DURATION_UNITS = [("d", 86400), ("h", 3600), ("min", 60)]
+
+
 def _duration(value) -> str:
-    """A timedelta as its two largest units: "3 d 4 h", "12 min", "4.2 s"."""
+    """A timedelta in its largest unit and the next one when not zero: "3 d 4 h", "95 d",
+    "12 min", "4.2 s" (never "95 d 1 min", which skips the hours)."""
     if value is None:
         return "—"
     seconds = value.total_seconds()
     if seconds < 60:
         return f"{seconds:.1f} s"
-    units = [("d", 86400), ("h", 3600), ("min", 60)]
-    parts = []
-    for name, size in units:
-        if seconds >= size:
-            parts.append(f"{int(seconds // size)} {name}")
-            seconds %= size
-        if len(parts) == 2:
-            break
-    return " ".join(parts)
+    i, (name, size) = next((i, unit) for i, unit in enumerate(DURATION_UNITS) if seconds >= unit[1])
+    text = f"{int(seconds // size)} {name}"
+    if i + 1 < len(DURATION_UNITS):
+        next_name, next_size = DURATION_UNITS[i + 1]
+        if rest := int(seconds % size // next_size):
+            text += f" {rest} {next_name}"
+    return text

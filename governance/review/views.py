@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from governance.alerts.selectors import open_alerts
@@ -35,7 +36,7 @@ from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFailed
 from memory.filters import MemoryRecordFilter
 from memory.fingerprints import records_about
-from memory.models import Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
+from memory.models import TRANSITIONS, Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
 from memory.risk import FLAGGED, flagged_first, risk_reasons
 from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
 from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
@@ -76,12 +77,29 @@ ACTIONS_FOR_STATUS = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: 
 # home
 
 
-# How the home page presents each queue of governance.selectors.queue_stats.
+@dataclass(frozen=True)
+class QueueTile:
+    """How the home page and the dashboard present a queue of governance.selectors.queue_stats."""
+
+    name: str
+    singular: str  # what one item is: "quarantined memory waiting for a decision"
+    plural: str
+    oldest_label: str  # what the oldest item's time is: "oldest written"
+    url_name: str
+
+    def what(self, count: int) -> str:
+        return ngettext(self.singular, self.plural, count)
+
+
 QUEUE_TILES = {
-    "quarantine": ("Quarantine", "quarantined memories waiting for a decision", "oldest written", "review:quarantine"),
-    "drift": ("Drift", "active memories overdue for a re-check", "oldest confirmation", "review:drift"),
-    "forget": ("Forget requests", "forget requests still propagating", "oldest filed", "review:forget_list"),
-    "proposals": ("Dedup proposals", "open duplicate proposals", "oldest proposed", "review:proposals"),
+    "quarantine": QueueTile("Quarantine", "quarantined memory waiting for a decision",
+                            "quarantined memories waiting for a decision", "oldest written", "review:quarantine"),
+    "drift": QueueTile("Drift", "active memory overdue for a re-check", "active memories overdue for a re-check",
+                       "oldest confirmation", "review:drift"),
+    "forget": QueueTile("Forget requests", "forget request still propagating", "forget requests still propagating",
+                        "oldest filed", "review:forget_list"),
+    "proposals": QueueTile("Dedup proposals", "open duplicate proposal", "open duplicate proposals", "oldest proposed",
+                           "review:proposals"),
 }
 
 
@@ -90,9 +108,9 @@ def home(request: HttpRequest) -> HttpResponse:
     actor = request.actor
     queues = []
     for stat in queue_stats(actor):
-        name, what, oldest_label, url_name = QUEUE_TILES[stat.key]
-        queues.append({"name": name, "what": what, "oldest_label": oldest_label, "url": optional_url(url_name),
-                       "size": stat.size, "oldest": stat.oldest})
+        tile = QUEUE_TILES[stat.key]
+        queues.append({"name": tile.name, "what": tile.what(stat.size), "oldest_label": tile.oldest_label,
+                       "url": optional_url(tile.url_name), "size": stat.size, "oldest": stat.oldest})
     # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
     return render_page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
                                                "tenants": list(tenants_in_scope(actor)), "alerts": list(open_alerts(actor))})
@@ -328,6 +346,10 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
         "history": _history_timeline(record),
         "actions": ACTIONS_FOR_STATUS.get(record.status, ()), "supersede_form": supersede_form,
+        # Expiry and the review interval concern only records still in play: a forgotten,
+        # superseded or rejected memory will neither expire nor be re-checked.
+        "expiry_pending": record.status in TRANSITIONS["expire"][0],
+        "review_due": record.status in TRANSITIONS["confirm"][0],
     })
 
 
