@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import dashboard, golden, notifications, proposals, revocations, views
+from governance.review import asof, dashboard, golden, notifications, proposals, revocations, views
 from governance.review import export
 
 app_name = "review"
@@ -29,4 +29,5 @@ urlpatterns = [
     path("revocations/new/", revocations.revocation_new, name="revocation_new"),
     path("revocations/<uuid:pk>/", revocations.revocation_detail, name="revocation_detail"),
     path("notifications/", notifications.notifications, name="notifications"),
+    path("recall-as-of/", asof.recall_asof, name="recall_asof"),
 ]

@@ -25,6 +25,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from governance.alerts.selectors import open_alerts
+from governance.review import asof
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
@@ -345,6 +346,7 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         "superseded_sources": list(superseded_sources(record)),
         "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
         "history": _history_timeline(record),
+        "state_at": asof.state_at(request, record),
         "actions": ACTIONS_FOR_STATUS.get(record.status, ()), "supersede_form": supersede_form,
         # Expiry and the review interval concern only records still in play: a forgotten,
         # superseded or rejected memory will neither expire nor be re-checked.

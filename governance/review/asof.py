@@ -1,0 +1,104 @@
+"""Time travel in the reviewer UI: the "state at..." control on a memory's page, and the page
+"What would recall have returned" (`/review/recall-as-of/`): a query, an agent, a purpose, a
+moment and optionally a subject, answered from history by `memory.asof` (which says what the
+reconstruction can and cannot show: forgotten content never, pruned records not at all).
+
+Both are GET forms that change nothing; a bad time or an agent outside the reviewer's tenants is a
+message in the form, never an error page."""
+
+from datetime import datetime
+from datetime import timezone as dt_timezone
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+
+from governance.review.common import render_page, reviewer_required
+from memory.asof import RecordAsOf, check_as_of, recall_as_of, record_as_of
+from memory.errors import DomainError
+from memory.models import PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Agent, MemoryRecord
+from memory.recall import RecallQuery
+from memory.validation import RECALL_QUERY_MAX_CHARS, checked_datetime
+
+RESULTS_SHOWN = 20
+
+
+class MomentField(forms.DateTimeField):
+    """A past moment: the browser's date-and-time input (read in the server's time zone, UTC) or
+    an ISO 8601 time with a zone."""
+
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}, format="%Y-%m-%dT%H:%M:%S")
+    input_formats = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S.%f"]
+    default_error_messages = {"invalid": "Enter a date and time, e.g. 2026-11-03T14:30:00."}
+
+    def clean(self, value):
+        moment = super().clean(value)
+        if moment is None:
+            return None
+        try:
+            moment = checked_datetime(moment)
+            check_as_of(moment)
+        except (ValueError, DomainError) as exc:
+            raise forms.ValidationError(getattr(exc, "detail", None) or str(exc)) from None
+        return moment
+
+
+class StateAtForm(forms.Form):
+    as_of = MomentField(label="State at", help_text="Time in UTC.")
+
+
+def state_at(request: HttpRequest, record: MemoryRecord) -> dict:
+    """The memory page's "state at..." control: its form, and (with ?as_of=) the record's state
+    then or the reason none can be shown."""
+    if "as_of" not in request.GET:
+        return {"form": StateAtForm()}
+    form = StateAtForm(request.GET)
+    if not form.is_valid():
+        return {"form": form}
+    try:
+        state: RecordAsOf = record_as_of(actor=request.actor, record_id=record.pk, at=form.cleaned_data["as_of"])
+    except DomainError as exc:
+        return {"form": form, "message": exc.detail}
+    return {"form": form, "state": state}
+
+
+class AgentChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, agent: Agent) -> str:
+        return f"{agent.tenant.slug} / {agent.slug}"
+
+
+class RecallAsOfForm(forms.Form):
+    query = forms.CharField(max_length=RECALL_QUERY_MAX_CHARS, required=False, strip=True,
+                            help_text="What the agent asked for, in words.")
+    agent = AgentChoiceField(queryset=None, help_text="Tenant / agent.")
+    purpose = forms.CharField(max_length=PURPOSE_MAX_CHARS, strip=True, help_text="e.g. support")
+    as_of = MomentField(label="At", help_text="Time in UTC, e.g. when the agent answered the customer.")
+    subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, required=False, strip=True,
+                              help_text="Optional: only memories about this subject, e.g. customer/acme.")
+
+    def __init__(self, *args, agents, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = agents
+
+
+@reviewer_required
+def recall_asof(request: HttpRequest) -> HttpResponse:
+    agents = request.actor.in_tenants(Agent.objects.all()).select_related("tenant").order_by("tenant__slug", "slug")
+    asked = bool(request.GET)
+    form = RecallAsOfForm(request.GET if asked else None, agents=agents)
+    reconstructed = None
+    if asked and form.is_valid():
+        data = form.cleaned_data
+        q = RecallQuery(query=data["query"], purpose=data["purpose"], subject=data["subject"] or None,
+                        limit=RESULTS_SHOWN)
+        try:
+            reconstructed = recall_as_of(agent=data["agent"], q=q, at=data["as_of"])
+        except DomainError as exc:
+            form.add_error(None, exc.detail)
+    return render_page(request, "review/recall_asof.html", {
+        "nav": "recall_asof", "form": form, "reconstructed": reconstructed,
+        "as_of_param": _param(form.cleaned_data.get("as_of")) if reconstructed else "",
+    })
+
+
+def _param(moment: datetime | None) -> str:
+    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") if moment else ""
