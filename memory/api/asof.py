@@ -102,12 +102,18 @@ def record_as_of_data(actor: Actor, record_id, raw_as_of: str) -> dict:
     return MemoryRecordAsOfSerializer(state).data
 
 
+REVIEWERS_RECALL_THE_PAST = ("Reviewers recall only as of a past moment: give as_of, tenant and agent. Recall in the "
+                             "present is an agent's, with its token.")
+
+
 def recall_as_of_data(actor: Actor, data: Any) -> dict:
-    """A reviewer's recall body: as_of, tenant and agent are required (a reviewer has no token
-    that fixes them, and recalls only the past)."""
+    """A reviewer's recall body: without as_of it is a 403 as before (recall in the present is an
+    agent's); with it, tenant and agent are required too (a reviewer has no token that fixes them)."""
+    if not isinstance(data, Mapping) or data.get("as_of") is None:
+        raise ScopeDenied(REVIEWERS_RECALL_THE_PAST, errors={"as_of": ["Required for reviewers."]})
     body = validated(RecallQuerySerializer, data, detail="The recall request is invalid: see errors.")
     missing = {name: ["Required for reviewers: recall as of a past time names its tenant and agent."]
-               for name in ("as_of", "tenant", "agent") if body.get(name) is None}
+               for name in ("tenant", "agent") if body.get(name) is None}
     if missing:
         raise ValidationFailed("The recall request is invalid: see errors.", errors=missing, title="Invalid request")
     agent = agent_in_scope(actor, tenant=body["tenant"], agent=body["agent"])

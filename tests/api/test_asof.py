@@ -115,8 +115,12 @@ def test_agents_may_not_use_as_of_and_reviewers_only_see_their_tenants(
 
 
 def test_reviewer_recall_needs_as_of_tenant_and_agent(reviewer_client):
-    body = assert_problem(reviewer_client.post(RECALL, {"purpose": "support"}, format="json"), 400)
-    assert {"as_of", "tenant", "agent"} <= set(body["errors"])
+    # Without as_of a reviewer's recall stays what it was: a 403 (recall in the present is an agent's).
+    assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "tenant": "acme", "agent": "support-bot"},
+                                        format="json"), 403, errors={"as_of"})
+    body = assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": iso(timezone.now())},
+                                               format="json"), 400)
+    assert {"tenant", "agent"} <= set(body["errors"])
     assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": "soon", "tenant": "acme",
                                                  "agent": "support-bot"}, format="json"), 400, errors={"as_of"})
     assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": iso(timezone.now()), "tenant": "acme",
