@@ -2,7 +2,7 @@
 
     request_rebuild -> building --build_index--> candidate --promote_index (gates pass)--> active
                                                      |                                   |
-                                                     '-- gates fail: stays candidate     '-- replaced: retired
+                                                     '-- gates fail: stays candidate     '-- replaced (or retire_index): retired
 
 - `request_rebuild(name, recipe)` names what to build: a new index, an existing non-active one
   (rebuilt in place with its or a new recipe), or, for the active index, a successor built beside
@@ -172,6 +172,28 @@ def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex,
         _set(candidate, reason="index.promote", actor=actor, status=IndexStatus.ACTIVE,
              report={**candidate.report, "promotion": promotion})
     return candidate, True
+
+
+def retire_index(name: str, *, actor: str = "system") -> SearchIndex:
+    """Retire index `name` and drop its storage after the commit: a candidate, or the active
+    semantic index (recall is lexical from then on). The active lexical index cannot be retired:
+    recall needs one; replace it with `rebuild_index` instead."""
+    with transaction.atomic():
+        index = SearchIndex.objects.select_for_update().filter(name=name).first()
+        if index is None:
+            raise RecordNotFound(f"There is no index named '{name}'.")
+        if index.status == IndexStatus.RETIRED:
+            return index
+        if index.status == IndexStatus.ACTIVE and index.kind == IndexKind.LEXICAL:
+            raise Conflict("The active lexical index cannot be retired: recall needs one. Rebuild it to replace it.",
+                           code="index_required")
+        if index.status == IndexStatus.BUILDING:
+            raise Conflict(f"Index '{name}' is being built; retire it once it is a candidate.", code="index_building")
+        _set(index, reason="index.retire", actor=actor, status=IndexStatus.RETIRED,
+             report={**index.report, "retired_by": actor})
+        storage_name = index.storage_name
+        transaction.on_commit(lambda: storage.drop_storage(storage_name))
+    return index
 
 
 def build_and_promote(index_id: int, *, actor: str = "system") -> SearchIndex:

@@ -271,3 +271,20 @@ def test_a_real_worker_embeds_a_write_made_through_the_api_after_it_commits(cred
         # The flush after this test empties the tables but leaves the indexes' own tables and
         # triggers: drop them now, so the tests after it start without copies of these records.
         storage.drop_storage_except(())
+
+
+def test_retire_index_switches_the_semantic_index_off_and_refuses_the_active_lexical_one(
+        credential, answer_and_others, capsys, django_capture_on_commit_callbacks):
+    index = build_semantic()
+    assert ask(credential).semantic == index.name
+    with django_capture_on_commit_callbacks(execute=True):  # the storage is dropped after the commit
+        call_command("retire_index", index.name)
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["status"] == IndexStatus.RETIRED
+    assert ask(credential).semantic == "" and not storage.storage_exists(index.storage_name)
+    lexical = active_index(IndexKind.LEXICAL)
+    with pytest.raises(CommandError, match="cannot be retired"):
+        call_command("retire_index", lexical.name)
+    lexical.refresh_from_db()
+    assert lexical.status == IndexStatus.ACTIVE
+    with pytest.raises(CommandError, match="no index named"):
+        call_command("retire_index", "no-such-index")
