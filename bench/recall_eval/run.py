@@ -121,7 +121,7 @@ def write_body(conv: dict, session: dict, turn: dict) -> dict:
     }
 
 
-CALL_TIMEOUT = 10.0  # seconds per HTTP call, unless --call-timeout (a loaded machine, a model loading)
+CALL_TIMEOUT = 120.0  # seconds per HTTP call, unless --call-timeout (a loaded machine, a model loading)
 
 
 def call(server, method: str, path: str, token: str, body: dict):
