@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served by the app: /api/docs/ works offline
     "simple_history",
+    "django_celery_beat",  # the job schedule, edited in the admin (governance.jobs.schedule)
     "memory",
     "governance",
 ]
@@ -237,7 +238,8 @@ if REDIS_URL:
     # run, or a live job would be handed to a second worker (the job lock would then skip it).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 else:
-    CELERY_BROKER_URL = "filesystem://"
+    # The transport ignores the host; naming one spares kombu's "No hostname was supplied" warning.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
@@ -263,19 +265,26 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1  # a long job must not sit on messages ano
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep the JSON log lines of LOGGING in the worker and beat
 CELERY_WORKER_REDIRECT_STDOUTS = False  # a traceback on stderr stays one block, not a log line per write
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-VAR_DIR.mkdir(parents=True, exist_ok=True)  # beat writes its schedule file there
-# Interval (seconds) of each scheduled job; small values make a demo or a test see them run; 0 turns
-# a job's schedule off (it can still be run with `manage.py run_job`).
-JOB_INTERVALS = {
-    "expire": env_float("JOB_EXPIRE_INTERVAL", 60),
-    "propagate_forgets": env_float("JOB_PROPAGATE_FORGETS_INTERVAL", 30),
-    "propose_duplicates": env_float("JOB_PROPOSE_DUPLICATES_INTERVAL", 3600),
-    "prune": env_float("JOB_PRUNE_INTERVAL", 6 * 3600),
-    "golden_recall": env_float("JOB_GOLDEN_RECALL_INTERVAL", 86400),  # every tenant's golden set on the active index
-    "disk_rewrite": env_float("JOB_DISK_REWRITE_INTERVAL", 3600),  # tables forgets touched, rewritten once per batch
-    "alerts": env_float("JOB_ALERTS_INTERVAL", 300),  # queue alerts and, once a day, the reviewers' digests
+# Beat reads the schedule from the database (django-celery-beat), where admins see and edit it
+# (admin -> Periodic tasks); governance.jobs.schedule seeds it from JOB_INTERVALS.
+CELERY_BEAT_SCHEDULER = "governance.jobs.schedule:JobScheduler"
+VAR_DIR.mkdir(parents=True, exist_ok=True)  # the app's files (forget ledger, file cache) live there
+# Default interval (seconds) of each scheduled job; small values make a demo or a test see them run;
+# 0 takes a job off the schedule (it can still be run with `manage.py run_job` or from the admin).
+# These seed the schedule; JOB_<NAME>_INTERVAL set in the environment also pins that job's interval
+# at each start of beat (see governance.jobs.schedule).
+JOB_INTERVAL_DEFAULTS = {
+    "expire": 60,
+    "propagate_forgets": 30,
+    "propose_duplicates": 3600,
+    "prune": 6 * 3600,
+    "golden_recall": 86400,  # every tenant's golden set on the active index
+    "disk_rewrite": 3600,  # tables forgets touched, rewritten once per batch
+    "alerts": 300,  # queue alerts and, once a day, the reviewers' digests
 }
+JOB_INTERVAL_VARIABLES = {name: f"JOB_{name.upper()}_INTERVAL" for name in JOB_INTERVAL_DEFAULTS}
+JOB_INTERVALS = {name: env_float(JOB_INTERVAL_VARIABLES[name], default) for name, default in JOB_INTERVAL_DEFAULTS.items()}
+JOB_INTERVALS_FROM_ENV = sorted(name for name, variable in JOB_INTERVAL_VARIABLES.items() if (env_str(variable) or "").strip())
 JOB_BATCH_SIZE = env_int("JOB_BATCH_SIZE", 2000)
 # /health/ fails when a scheduled job's last success is older than FACTOR x interval + GRACE seconds.
 JOB_STALE_AFTER_FACTOR = env_float("JOB_STALE_AFTER_FACTOR", 3)

@@ -1,4 +1,4 @@
-"""Admin for the governance records: job runs (proof the schedule ran), forget requests with their
+"""Admin for the governance records: forget requests with their
 receipts, tombstones and dedup proposals. All read-only: these rows are written by services and
 jobs (a forget through the API or the reviewer UI, a decision on a proposal in the review pages),
 and an edit here would falsify the record."""
@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.services import expected_record_errors, k_errors
-from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
+from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt
 from memory.actors import Actor
 from memory.admin import record_link
 
@@ -23,20 +23,6 @@ class ReadOnlyAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
-
-
-@admin.register(JobRun)
-class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["job", "status", "trigger", "started_at", "finished_at", "duration", "counts", "errors"]
-    list_filter = ["job", "status", "trigger"]
-    date_hierarchy = "started_at"
-    ordering = ["-started_at"]
-
-    @admin.display(description="duration")
-    def duration(self, run: JobRun) -> str:
-        if run.finished_at is None:
-            return "-"
-        return f"{(run.finished_at - run.started_at).total_seconds():.2f} s"
 
 
 class PropagationReceiptInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -159,3 +145,4 @@ class GoldenRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 from governance.revocations import admin as _revocations_admin  # noqa: E402,F401  (revocations; revoke actions)
 from governance.alerts import admin as _alerts_admin  # noqa: E402,F401  (alert thresholds, episodes, digests)
+from governance.jobs import admin as _jobs_admin  # noqa: E402,F401  (job schedule and runs; run now)

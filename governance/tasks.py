@@ -1,7 +1,8 @@
 """Celery tasks, one per scheduled job: thin wrappers that run the job once through
-`governance.jobs.run_job` (lock + JobRun) and return its summary. They take no arguments and are
-safe to deliver twice: the lock skips a concurrent duplicate, and every job selects its work by
-state, so a repeat finds nothing left to do. Beat sends them (see config/celery.py)."""
+`governance.jobs.run_job` (lock + JobRun) and return its summary. They take only the trigger the
+JobRun records (beat sends none: "beat"; the admin's "Run now" sends "admin") and are safe to
+deliver twice: the lock skips a concurrent duplicate, and every job selects its work by state, so
+a repeat finds nothing left to do. Beat sends them (see governance/jobs/schedule.py)."""
 
 from celery import shared_task
 
@@ -9,8 +10,8 @@ from governance.jobs import job_run_summary, run_job
 
 
 @shared_task(name="governance.tasks.run_expire")
-def run_expire() -> dict:
-    return job_run_summary(run_job("expire", trigger="beat"))
+def run_expire(trigger: str = "beat") -> dict:
+    return job_run_summary(run_job("expire", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_propagate_forgets")
@@ -21,28 +22,28 @@ def run_propagate_forgets(trigger: str = "beat") -> dict:
 
 
 @shared_task(name="governance.tasks.run_propose_duplicates")
-def run_propose_duplicates() -> dict:
-    return job_run_summary(run_job("propose_duplicates", trigger="beat"))
+def run_propose_duplicates(trigger: str = "beat") -> dict:
+    return job_run_summary(run_job("propose_duplicates", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_prune")
-def run_prune() -> dict:
-    return job_run_summary(run_job("prune", trigger="beat"))
+def run_prune(trigger: str = "beat") -> dict:
+    return job_run_summary(run_job("prune", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_golden_recall")
-def run_golden_recall() -> dict:
+def run_golden_recall(trigger: str = "beat") -> dict:
     # Nightly: every tenant's golden set against the active index (a GoldenRun per tenant).
-    return job_run_summary(run_job("golden_recall", trigger="beat"))
+    return job_run_summary(run_job("golden_recall", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_disk_rewrite")
-def run_disk_rewrite() -> dict:
+def run_disk_rewrite(trigger: str = "beat") -> dict:
     # Rewrites the tables forgets touched, once per batch of completed forgets (governance.portability.disk).
-    return job_run_summary(run_job("disk_rewrite", trigger="beat"))
+    return job_run_summary(run_job("disk_rewrite", trigger=trigger))
 
 
 @shared_task(name="governance.tasks.run_alerts")
-def run_alerts() -> dict:
+def run_alerts(trigger: str = "beat") -> dict:
     # Every few minutes: queue alerts (one email per episode) and, once a day, each reviewer's digest.
-    return job_run_summary(run_job("alerts", trigger="beat"))
+    return job_run_summary(run_job("alerts", trigger=trigger))

@@ -19,6 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from kombu import Connection
 
+from governance.jobs.schedule import scheduled_intervals
 from governance.models import JobRun
 
 logger = logging.getLogger("governance.ops")
@@ -77,8 +78,8 @@ def check_broker() -> dict[str, Any]:
 
 def check_scheduler(now: datetime | None = None) -> dict[str, Any]:
     now = now or timezone.now()
-    scheduled = {name: float(interval) for name, interval in settings.JOB_INTERVALS.items() if interval and float(interval) > 0}
     try:
+        scheduled = scheduled_intervals()  # what beat runs now: the schedule admins edit
         beat_runs = JobRun.objects.filter(trigger="beat")
         first_seen = beat_runs.aggregate(first=Min("started_at"))["first"]
         last_success = {

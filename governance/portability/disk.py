@@ -41,6 +41,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from governance.jobs.schedule import scheduled_intervals
 from governance.models import ForgetRequest, JobRun, PropagationReceipt
 
 logger = logging.getLogger("governance.forgetting")
@@ -75,7 +76,7 @@ class DiskArtifact:
             return 0, ("Pending: secure_delete zeroes removed content in the database file when each change commits; "
                        "the write-ahead log is checkpointed after propagation and by the disk_rewrite job, which "
                        "completes this receipt. " + remains_note(request.requested_at))[:500]
-        interval = settings.JOB_INTERVALS.get(JOB) or 0
+        interval = scheduled_intervals().get(JOB) or 0
         when = f"runs every {int(interval)} s" if interval else "is not scheduled (run manage.py run_job disk_rewrite)"
         return 0, ("Pending: PostgreSQL keeps deleted row versions in the table files until the tables are rewritten. "
                    f"The disk_rewrite job ({when}) rewrites the tables forgets touched, online with pg_repack, and "

@@ -18,6 +18,7 @@ from django.utils import timezone
 from governance.alerts.digest import build_digest
 from governance.alerts.models import Alert, AlertPolicy, DigestPreference
 from governance.jobs import run_job
+from governance.jobs.schedule import set_job_intervals
 from governance.models import ForgetRequest, JobRun, PropagationReceipt
 from governance.services import forget_request_create
 from memory.errors import StaleVersion
@@ -139,7 +140,7 @@ def test_drift_backlog_overdue_forget_and_stale_job_alerts(
     drifting(days=100)
     forget = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/zed", reason="erasure")
     ForgetRequest.objects.filter(pk=forget.pk).update(requested_at=timezone.now() - timedelta(minutes=45))
-    settings.JOB_INTERVALS = {"expire": 60.0}
+    set_job_intervals({"expire": 60.0})
     settings.JOB_STALE_AFTER_FACTOR, settings.JOB_STALE_GRACE_SECONDS = 3, 120
     long_ago = timezone.now() - timedelta(hours=2)
     JobRun.objects.create(job="expire", status=JobRun.Status.SUCCEEDED, started_at=long_ago, finished_at=long_ago, trigger="beat")

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from governance.jobs.schedule import set_job_intervals
 from governance.models import JobRun
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +15,7 @@ INTERVALS = {"expire": 60.0, "propagate_forgets": 30.0, "propose_duplicates": 36
 
 @pytest.fixture(autouse=True)
 def schedule(settings):
-    settings.JOB_INTERVALS = INTERVALS
+    set_job_intervals(INTERVALS)  # the schedule in the database, as an admin would set it
     settings.JOB_STALE_AFTER_FACTOR = 3
     settings.JOB_STALE_GRACE_SECONDS = 120
     settings.HEALTH_STARTUP_GRACE_SECONDS = 0  # long past start, unless a test says otherwise

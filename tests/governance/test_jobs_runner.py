@@ -14,6 +14,7 @@ from governance.jobs import JOBS, JobIncomplete, UnknownJob, job_run_summary, ru
 from governance.selectors import last_job_runs
 from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
+from governance.jobs.schedule import JobScheduler
 from governance.models import JobRun
 from memory.models import MemoryRecord, Status
 
@@ -25,10 +26,10 @@ def test_every_scheduled_job_has_a_registry_entry_a_task_and_a_beat_entry():
     celery_app.loader.import_default_modules()
     for name in JOBS:
         assert f"governance.tasks.run_{name}" in celery_app.tasks
-    schedule = celery_app.conf.beat_schedule
+    schedule = JobScheduler(app=celery_app, lazy=True).all_as_schedule()  # what beat's database scheduler reads
     for name, interval in settings.JOB_INTERVALS.items():
         entry = schedule[f"job-{name}"]
-        assert (entry["task"], entry["schedule"]) == (f"governance.tasks.run_{name}", float(interval))
+        assert (entry.task, entry.schedule.run_every.total_seconds()) == (f"governance.tasks.run_{name}", float(interval))
 
 
 def test_a_run_finding_the_lock_held_is_recorded_as_skipped_and_does_nothing(make_records):
