@@ -41,7 +41,7 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
@@ -112,32 +112,6 @@ def scrub_rows(rows: QuerySet, *, blank: tuple[str, ...]) -> int:
             default=F("subject"),
         )
     return rows.filter(holding).update(**changes)
-
-
-class SearchVectorArtifact:
-    """PostgreSQL: `search_vector` is a stored column generated from `content`, so it is emptied
-    by the content purge that runs right after this one in the same transaction. This artifact
-    counts the vectors that still hold lexemes (so the receipt says how many it took) and is
-    registered ahead of `record_content` for that reason."""
-
-    name = "search_vector"
-    covers = ()  # a column of memory.MemoryRecord, cleaned through `record_content`
-
-    def purge(self, request, record_ids):
-        if connection.vendor != "postgresql":
-            return 0, "No stored search index on this database: recall scores words at query time."
-        if not record_ids:
-            return 0, self._note
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*) FROM {MemoryRecord._meta.db_table} "
-                "WHERE id = ANY(%s) AND search_vector IS NOT NULL AND length(search_vector) > 0",
-                [list(record_ids)],
-            )
-            return cursor.fetchone()[0], self._note
-
-    _note = ("Full-text vectors (a column generated from the content) emptied together with the content, "
-             "in the same transaction.")
 
 
 class RecordContentArtifact:
@@ -286,7 +260,7 @@ class ForgetRequestSubjectArtifact:
 
 
 for _artifact in (
-    SearchVectorArtifact(), RecordContentArtifact(), HistoryRowsArtifact(), IdempotencyKeysArtifact(),
+    RecordContentArtifact(), HistoryRowsArtifact(), IdempotencyKeysArtifact(),
     DedupProposalsArtifact(), CacheArtifact(), AdminLogArtifact(), ExternalBackupsArtifact(),
     ForgetRequestSubjectArtifact(),
 ):

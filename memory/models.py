@@ -255,11 +255,14 @@ class MemoryRecord(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
 
     # scope: separate hard boundaries
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memories")
+    # No single-column index on tenant (the composite indexes below lead with it) nor on kind (only
+    # deleting a kind, which PROTECT refuses, looks records up by kind alone): every index is
+    # written again by each status change, so the table keeps only those queries use.
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memories", db_index=False)
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="memories")
     subject = models.CharField(max_length=SUBJECT_MAX_CHARS)
     purpose = models.CharField(max_length=PURPOSE_MAX_CHARS)
-    kind = models.ForeignKey(MemoryKind, on_delete=models.PROTECT, related_name="records")
+    kind = models.ForeignKey(MemoryKind, on_delete=models.PROTECT, related_name="records", db_index=False)
 
     content = models.TextField()
     content_hash = models.CharField(max_length=71)
@@ -291,8 +294,8 @@ class MemoryRecord(models.Model):
                   "shown to reviewers, never used to admit or reject.",
     )
     reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
+    )  # indexed where set (memory_reviewed_by_idx)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     confidence = models.FloatField()
 
@@ -307,10 +310,14 @@ class MemoryRecord(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     version = models.PositiveIntegerField(default=1)
     supersedes = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors"
-    )
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors", db_index=False,
+    )  # indexed where set (memory_supersedes_idx)
 
-    history = HistoricalRecords(bases=[HistoryActor], excluded_fields=["last_used_at"])
+    # History rows are looked up by record (`id`), time, agent (time travel) and supersedes (a
+    # record's successor then); the other foreign keys are not indexed in the history table, whose
+    # every index costs each transition an insert.
+    history = HistoricalRecords(bases=[HistoryActor], excluded_fields=["last_used_at"],
+                                no_db_index=["tenant", "kind", "written_by", "reviewed_by"])
 
     class Meta:
         ordering = ["-created_at"]
@@ -348,7 +355,11 @@ class MemoryRecord(models.Model):
             models.Index(fields=["tenant", "created_at"], name="memory_tenant_created_idx"),
             # forget by subject; prune by status age; dedup by scope + hash
             models.Index(fields=["tenant", "subject"], name="memory_subject_idx"),
-            models.Index(fields=["status", "status_changed_at"], name="memory_status_age_idx"),
+            models.Index(fields=["status", "status_changed_at"], condition=Q(status__in=PURGEABLE_STATUSES),
+                         name="memory_purgeable_age_idx"),
+            # successors of a record; who reviewed (set null when a user is deleted): rarely set
+            models.Index(fields=["supersedes"], condition=Q(supersedes__isnull=False), name="memory_supersedes_idx"),
+            models.Index(fields=["reviewed_by"], condition=Q(reviewed_by__isnull=False), name="memory_reviewed_by_idx"),
             models.Index(
                 fields=["tenant", "agent", "purpose", "subject", "kind", "content_hash"],
                 condition=Q(status=Status.ACTIVE), name="memory_dedup_scope_idx",

@@ -78,25 +78,22 @@ def _execute(sql: str, params=None) -> int:
 PG_COLUMNS = ("record_id", *COPIED, "doclen", "tf", "vector")
 
 
-def _pg_select(r: str, config: str) -> str:
+def _pg_select(r: str, config: str, *, source: str = "") -> str:
     """`SELECT <index row> FROM ...` for the record `r` (a table alias, or NEW in a trigger): the
     content is parsed once (`v.tv`); `tf` maps each lexeme to its occurrences (for BM25), `vector`
-    holds the lexemes without positions plus the scope lexemes (for the GIN index)."""
+    holds the lexemes without positions plus the scope lexemes (for the GIN index). `source` names
+    the table `r` aliases (a trigger's transition table); the records table by default."""
     copied = ", ".join(f"{r}.{column}" for column in COPIED)
     scope = (f"array_to_tsvector(ARRAY['scope ' || {r}.tenant_id || ' ' || {r}.agent_id || ' ' || {r}.purpose, "
              f"'subject ' || {r}.subject, 'kind ' || {r}.kind_id])")
     tf = "(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{}'::jsonb) FROM unnest(v.tv) u)"
     parsed = f"(SELECT to_tsvector('{config}'::regconfig, {r}.content) AS tv) v"
-    source = parsed if r == "NEW" else f"{RECORDS} {r} CROSS JOIN LATERAL {parsed}"
+    source = f"{source or RECORDS} {r} CROSS JOIN LATERAL {parsed}"
     return (f"SELECT {r}.id, {copied}, {doclen_sql(f'{r}.content', vendor='postgresql')}, {tf}, "
             f"strip(v.tv) || {scope} FROM {source}")
 
 
 def _pg_create(name: str, recipe: dict) -> None:
-    config = _analyser(recipe, "postgresql")
-    columns = ", ".join(PG_COLUMNS)
-    upsert = ", ".join(f"{column} = EXCLUDED.{column}" for column in PG_COLUMNS[1:])
-    changed = " OR ".join(f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in WATCHED)
     for sql in (
         f"""CREATE TABLE {name} (
             record_id uuid PRIMARY KEY, tenant_id bigint NOT NULL, agent_id bigint NOT NULL,
@@ -111,24 +108,56 @@ def _pg_create(name: str, recipe: dict) -> None:
             authorities smallint NOT NULL, max_confidence double precision NOT NULL,
             PRIMARY KEY (tenant_id, agent_id, purpose, subject, kind_id))""",
         *_pg_stats_triggers(name),
+        *_pg_record_triggers(name, recipe),
+    ):
+        _execute(sql)
+
+
+def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
+    """The sync function and its three triggers on the records: statement-level, over the
+    statement's transition tables, so a statement that changes many records (the expire job, a
+    forget, a batch write, prune) changes the index, and its statistics, in one set-based pass
+    each, not one DELETE/INSERT (and statistics update) per record."""
+    config = _analyser(recipe, "postgresql")
+    columns = ", ".join(PG_COLUMNS)
+    upsert = ", ".join(f"{column} = EXCLUDED.{column}" for column in PG_COLUMNS[1:])
+    # The rows whose watched fields an UPDATE changed, found with EXCEPT (hashed) rather than by
+    # joining the transition tables, which have no statistics and would be joined by a nested loop.
+    watched = ", ".join(("id", *WATCHED))
+    left = f"SELECT id FROM (SELECT {watched} FROM old_rows WHERE status = 'active' EXCEPT SELECT {watched} FROM new_rows) o"
+    entered = f"(SELECT {watched} FROM new_rows WHERE status = 'active' EXCEPT SELECT {watched} FROM old_rows)"
+    return [
         f"""CREATE FUNCTION {name}_sync() RETURNS trigger LANGUAGE plpgsql AS $fn$
             BEGIN
-              IF TG_OP <> 'INSERT' THEN
-                DELETE FROM {name} WHERE record_id = OLD.id;
-              END IF;
-              IF TG_OP <> 'DELETE' AND NEW.status = 'active' THEN
-                INSERT INTO {name} ({columns}) {_pg_select('NEW', config)}
+              IF TG_OP = 'INSERT' THEN
+                INSERT INTO {name} ({columns}) {_pg_select('n', config, source='new_rows')}
+                WHERE n.status = 'active' ON CONFLICT (record_id) DO UPDATE SET {upsert};
+              ELSIF TG_OP = 'DELETE' THEN
+                DELETE FROM {name} WHERE record_id IN (SELECT id FROM old_rows WHERE status = 'active');
+              ELSE
+                DELETE FROM {name} WHERE record_id IN ({left});
+                INSERT INTO {name} ({columns}) {_pg_select('n', config, source=entered)}
                 ON CONFLICT (record_id) DO UPDATE SET {upsert};
               END IF;
               RETURN NULL;
             END $fn$""",
-        f"""CREATE TRIGGER {name}_ins AFTER INSERT ON {RECORDS} FOR EACH ROW
-            WHEN (NEW.status = 'active') EXECUTE FUNCTION {name}_sync()""",
-        f"""CREATE TRIGGER {name}_upd AFTER UPDATE ON {RECORDS} FOR EACH ROW
-            WHEN ((OLD.status = 'active' OR NEW.status = 'active') AND ({changed})) EXECUTE FUNCTION {name}_sync()""",
-        f"""CREATE TRIGGER {name}_del AFTER DELETE ON {RECORDS} FOR EACH ROW
-            WHEN (OLD.status = 'active') EXECUTE FUNCTION {name}_sync()""",
-    ):
+        f"""CREATE TRIGGER {name}_ins AFTER INSERT ON {RECORDS} REFERENCING NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION {name}_sync()""",
+        f"""CREATE TRIGGER {name}_upd AFTER UPDATE ON {RECORDS} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION {name}_sync()""",
+        f"""CREATE TRIGGER {name}_del AFTER DELETE ON {RECORDS} REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION {name}_sync()""",
+    ]
+
+
+def pg_upgrade_triggers(name: str, recipe: dict) -> None:
+    """Bring an index built by an earlier version up to the current triggers (migration 0008):
+    statement-level triggers on the records, and statistics triggers that find emptied buckets by join."""
+    for sql in _pg_stats_triggers(name):
+        if sql.startswith("CREATE OR REPLACE FUNCTION"):
+            _execute(sql)
+    _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")
+    for sql in _pg_record_triggers(name, recipe):
         _execute(sql)
 
 
@@ -152,17 +181,18 @@ def _pg_stats_triggers(name: str) -> list[str]:
              f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
     # A bucket left empty is deleted, since its key names a subject (personal data, which forget
     # must not leave behind); the next record of that scope recreates it.
-    removed = (f"UPDATE {name}_stats s SET docs = s.docs - o.docs, words = s.words - o.words "
-               f"FROM (SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}) o "
-               f"WHERE {match};\n"
-               f"DELETE FROM {name}_stats s USING (SELECT DISTINCT {keys} FROM old_rows) o "
-               f"WHERE {match} AND s.docs <= 0;")
+    # Buckets the change empties are deleted first, then the others decremented: each a join of
+    # the aggregated transition table with the buckets (filtering buckets by `docs <= 0` instead
+    # was planned as a nested loop over every bucket, minutes for a large expiry).
+    gone = f"(SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}) o"
+    removed = (f"DELETE FROM {name}_stats s USING {gone} WHERE {match} AND s.docs <= o.docs;\n"
+               f"UPDATE {name}_stats s SET docs = s.docs - o.docs, words = s.words - o.words FROM {gone} WHERE {match};")
     body = {"add": added, "remove": removed, "change": removed + "\n" + added}
     sql = []
     for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
                                       "remove": ("DELETE", "OLD TABLE AS old_rows"),
                                       "change": ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows")}.items():
-        sql.append(f"CREATE FUNCTION {name}_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $fn$ "
+        sql.append(f"CREATE OR REPLACE FUNCTION {name}_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $fn$ "
                    f"BEGIN {body[event]} RETURN NULL; END $fn$")
         sql.append(f"CREATE TRIGGER {name}_stats_{event} AFTER {op} ON {name} REFERENCING {referencing} "
                    f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_stats_{event}()")

@@ -25,7 +25,7 @@ from memory.models import IdempotencyKey, MemoryRecord, Status
 from memory.services import memory_promote, memory_supersede
 
 SUBJECT = "customer/erin"
-BUILT_IN_ARTIFACTS = ["search_vector", "search_indexes", "record_content", "history_rows", "idempotency_keys", "dedup_proposals",
+BUILT_IN_ARTIFACTS = ["search_indexes", "record_content", "history_rows", "idempotency_keys", "dedup_proposals",
                       "cache", "admin_log", "golden_questions", "revocation_sources", "forget_ledger", "disk", "external_backups", "forget_request"]
 
 
@@ -123,8 +123,7 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     assert run.status == JobRun.Status.SUCCEEDED
     assert run.counts["requests_completed"] == 1 and run.counts["records"] == 4
     removed = dict(request.receipts.values_list("artifact", "removed"))
-    expected_vectors = 4 if connection.vendor == "postgresql" else 0
-    assert removed == {"search_vector": expected_vectors, "search_indexes": 0, "record_content": 4, "history_rows": history_rows,
+    assert removed == {"search_indexes": 0, "record_content": 4, "history_rows": history_rows,
                        "idempotency_keys": 1, "dedup_proposals": 1, "cache": 0, "admin_log": 1,
                        "golden_questions": 0, "revocation_sources": 0, "forget_ledger": 0, "disk": 0, "external_backups": 0, "forget_request": 1}
     assert run.counts["removed_history_rows"] == history_rows
@@ -146,10 +145,6 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
         "", subject_fingerprint(tenant.pk, SUBJECT), DedupProposal.Status.REJECTED)
     request.refresh_from_db()
     assert request.subject == subject_fingerprint(tenant.pk, SUBJECT) and request.reason == "erasure"
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM memory_memoryrecord WHERE id = ANY(%s) AND length(search_vector) > 0", [ids])
-            assert cursor.fetchone()[0] == 0
     untouched.refresh_from_db()
     assert (untouched.content, untouched.subject, untouched.session_id) == ("Unrelated.", "customer/frank", "s-1")
     assert history.objects.filter(id=untouched.pk).values_list("subject", "source_uri").get() == (
