@@ -21,8 +21,9 @@ ADMIN = ("admin", "admin-demo-pass")
 
 
 def _prov(source_type: str, n: int, **extra) -> dict:
+    """Provenance of a demo memory; observed_at is set at write time, from how long ago it was confirmed."""
     base = {"source_type": source_type, "session_id": f"demo-s{n}", "turn_id": str(n), "uri": f"chat://demo-s{n}#turn-{n}",
-            "observed_at": timezone.now().isoformat(), "contaminated": False}
+            "contaminated": False}
     base.update(extra)
     return base
 
