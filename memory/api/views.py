@@ -241,6 +241,9 @@ class RecallView(APIView):
 
     @extend_schema(
         summary="Recall memories for a task",
+        description="Agents: what the token's agent recalls now. Reviewers: only with `as_of`, `tenant` and `agent`, "
+                    "what that agent's recall would have returned at that moment, reconstructed from history (the "
+                    "response adds an `as_of` object); without `as_of` a reviewer gets 403.",
         request=RecallQuerySerializer,
         examples=[OpenApiExample("What the agent needs for a support reply", request_only=True, value={
             "query": "how does acme want to be contacted", "purpose": "support", "subject": "customer/acme",

@@ -217,3 +217,16 @@ def test_as_of_endpoints_use_a_constant_number_of_queries(write, reviewer_client
     many = counted(20)
     assert few == many
     assert many[0] <= 10 and many[1] <= 25, many
+
+
+def test_as_of_recall_says_when_records_pruned_since_could_be_missing(write, reviewer_client):
+    write(content="Acme wants invoices by email.")
+    recent = tick()
+    oldest_purge = min(MemoryKind.objects.values_list("purge_after", flat=True))
+    long_ago = timezone.now() - oldest_purge - timedelta(days=1)
+    ask = {"purpose": "support", "query": "invoices", "tenant": "acme", "agent": "support-bot"}
+    recent_body = _recall(reviewer_client, **ask, as_of=iso(recent))
+    assert recent_body["as_of"]["may_miss_pruned"] is False and len(recent_body["items"]) == 1
+    old_body = _recall(reviewer_client, **ask, as_of=iso(long_ago))
+    assert old_body["items"] == [] and old_body["as_of"]["may_miss_pruned"] is True
+    assert any("pruned" in note for note in old_body["as_of"]["notes"])

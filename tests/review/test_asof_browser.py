@@ -2,6 +2,8 @@
 follows a result to the memory's page and reads its state at that moment with the "state at..."
 control; forgotten content stays hidden there."""
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
@@ -15,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 
 def past_second():
     """A moment (whole seconds, as the browser's input gives it) after every write so far."""
-    moment = timezone.now().replace(microsecond=0) + timezone.timedelta(seconds=1)
+    moment = timezone.now().replace(microsecond=0) + timedelta(seconds=1)
     while timezone.now() <= moment:
         pass
     return moment

@@ -4,6 +4,8 @@ would recall have returned", with a Django test client against the real database
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from governance.jobs.propagate_forgets import propagate_forgets
@@ -100,15 +102,13 @@ def test_recall_as_of_page_reports_bad_input_in_the_form(reviewer_client, creden
 
 
 def test_recall_as_of_page_is_in_the_nav_and_its_queries_do_not_grow_with_the_records(
-        reviewer_client, write, credential, django_assert_max_num_queries):
+        reviewer_client, write, credential):
     assert 'href="/review/recall-as-of/"' in reviewer_client.get("/review/").content.decode()
 
     def count(n):
         for i in range(n):
             write(content=f"Acme invoice note {i}.")
         moment = moment_after_writes()
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
         with CaptureQueriesContext(connection) as ctx:
             page = reviewer_client.get(URL, {"query": "acme invoice", "agent": credential.agent.pk, "purpose": "support",
                                              "as_of": stamp(moment)})
