@@ -110,7 +110,7 @@ def period_seconds(schedule: schedules.BaseSchedule) -> float | None:
     if isinstance(schedule, schedules.crontab):
         probe = copy.copy(schedule)
         moment, gaps, previous = timezone.now(), [], None
-        for _ in range(16):
+        for _ in range(64):  # a week of hourly runs: weekends are seen
             probe.nowfun = lambda moment=moment: moment
             moment = moment + probe.remaining_estimate(moment) + timedelta(seconds=1)
             if previous is not None:

@@ -159,3 +159,18 @@ def test_only_who_may_change_the_schedule_may_run_a_job_now(client, django_captu
     assert b"run_tasks" not in client.get("/admin/django_celery_beat/periodictask/").content
     sent = run_now(client, django_capture_on_commit_callbacks, "/admin/django_celery_beat/periodictask/", [expire.pk])
     assert sent == []
+
+
+def test_a_job_moved_to_a_crontab_counts_for_health_with_the_longest_gap_between_its_runs():
+    from django_celery_beat.models import CrontabSchedule
+
+    row = PeriodicTask.objects.get(name=entry_name("prune"))
+    row.interval, row.crontab = None, CrontabSchedule.objects.create(minute="0", hour="3")
+    row.save()
+    weekdays = PeriodicTask.objects.get(name=entry_name("alerts"))
+    weekdays.interval = None
+    weekdays.crontab = CrontabSchedule.objects.create(minute="0", hour="9-17", day_of_week="1-5")
+    weekdays.save()
+    intervals = scheduled_intervals()
+    assert intervals["prune"] == 86400
+    assert intervals["alerts"] == (24 + 24 + 16) * 3600  # Friday 17:00 to Monday 09:00
