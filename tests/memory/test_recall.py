@@ -12,7 +12,8 @@ from django.utils import timezone
 from memory.errors import ScopeDenied, ValidationFailed
 from memory.models import MemoryRecord
 from memory.recall import RecallQuery, parse_recall, recall, recall_for_agent
-from memory.search import ranking
+from memory.search import active_index, ranking
+from memory.search.build import build_and_promote, request_rebuild
 from memory.search.ranking import Ranked
 from memory.services import memory_retire
 
@@ -94,7 +95,6 @@ def test_a_record_sharing_only_some_query_words_still_ranks_first(write, credent
 # --------------------------------------------------------------------------------------------
 # BM25 ranking, the same on both databases
 
-K1, B = 1.2, 0.75
 # One scope: a rare word in one record, a common word repeated in most of the others. The old
 # ranking (ts_rank_cd over an OR of the words: 0.1 per occurrence of any word) put the record
 # saying "go" four times first; BM25 weighs the rare word.
@@ -108,7 +108,7 @@ CORPUS = [
 ]
 
 
-def _bm25(corpus: list[str], terms: list[str]) -> list[float]:
+def _bm25(corpus: list[str], terms: list[str], k1: float, b: float) -> list[float]:
     """BM25 from first principles: within-scope idf, tf saturation (k1), length normalisation (b)
     over whitespace-separated words; these words stem to themselves on both databases."""
     words = [re.findall(r"[a-z]+", text.lower()) for text in corpus]
@@ -122,16 +122,20 @@ def _bm25(corpus: list[str], terms: list[str]) -> list[float]:
             if tf:
                 df = sum(1 for other in words if term in other)
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / avgdl))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
         scores.append(score)
     return scores
 
 
-def test_a_rare_word_outranks_a_common_word_repeated_in_many_records(write, credential):
+@pytest.mark.parametrize("recipe", [{}, {"k1": 1.2, "b": 0.75}], ids=["default recipe", "length-normalised"])
+def test_a_rare_word_outranks_a_common_word_repeated_in_many_records(write, credential, recipe):
     records = [write(content=text) for text in CORPUS]
+    if recipe:  # the active index rebuilt with this recipe (no golden question holds it back)
+        build_and_promote(request_rebuild(name=active_index().name, recipe=recipe).pk)
+    index = active_index()
     result = _recall(credential, query="did we go on that roadtrip?")
 
-    expected = _bm25(CORPUS, ["go", "roadtrip"])
+    expected = _bm25(CORPUS, ["go", "roadtrip"], index.recipe["k1"], index.recipe["b"])
     assert result.terms == ["go", "roadtrip"]  # stop words dropped, each term once
     assert result.items[0].record.pk == records[0].pk
     assert [item.record.pk for item in result.items] == [

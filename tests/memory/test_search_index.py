@@ -141,10 +141,11 @@ def test_writes_and_transitions_reach_every_stored_index_at_once(corpus, write, 
 
 
 def test_rebuild_index_command_builds_and_reports_the_index(corpus, capsys):
+    active_index_before = dict(active_index().recipe)
     call_command("rebuild_index", "tuned", "--recipe", '{"k1": 1.6}', "--wait")
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["name"] == "tuned" and summary["status"] == "active"
-    assert summary["recipe"]["k1"] == 1.6 and summary["recipe"]["b"] == 0.75
+    assert summary["recipe"]["k1"] == 1.6 and summary["recipe"]["b"] == active_index_before["b"]  # the rest kept
     assert summary["inputs"]["records"] == len(CORPUS) and summary["coverage"] == 1.0
 
 
