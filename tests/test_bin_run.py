@@ -7,6 +7,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -34,6 +36,13 @@ def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_clea
             "JOIN django_celery_beat_intervalschedule i ON i.id = t.interval_id WHERE t.name = 'job-expire'").fetchone()
         assert (every, enabled) == (1, 1)
         database.close()
+        # The demo shows the project's own pages, never Django's debug ones (DEBUG is off in bin/run).
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{demo.base}/review/no-such-page/", timeout=10)
+        page = missing.value.read().decode()
+        assert missing.value.code == 404 and "There is nothing here" in page and "URLconf" not in page
+        with urllib.request.urlopen(f"{demo.base}/static/review/review.css", timeout=10) as css:
+            assert css.status == 200
         status = demo.interrupt()
     finally:
         demo.kill()
