@@ -513,9 +513,12 @@ def _require_human(actor: Actor, action: str) -> None:
         raise ScopeDenied(f"Only a human reviewer may {action} a memory.")
 
 
-def _mark_reviewed(actor: Actor) -> Callable[[MemoryRecord, datetime], None]:
+def _mark_reviewed(actor: Actor, *, verified: bool = True) -> Callable[[MemoryRecord, datetime], None]:
+    """Who reviewed the record and when; `verified`: the review vouched for it (a rejection does
+    not: a refused claim keeps the trust it came with, it is not "verified")."""
     def mutate(record: MemoryRecord, now: datetime) -> None:
-        record.trust = Trust.VERIFIED
+        if verified:
+            record.trust = Trust.VERIFIED
         record.reviewed_by = actor.user
         record.reviewed_at = now
 
@@ -558,7 +561,7 @@ def memory_reject(*, record_id, expected_version: int, actor: Actor, note: str =
     """quarantined -> rejected. Humans only."""
     _require_human(actor, "reject")
     return _transition("reject", record_id=record_id, expected_version=expected_version, actor=actor, note=note,
-                       mutate=_mark_reviewed(actor))
+                       mutate=_mark_reviewed(actor, verified=False))
 
 
 def memory_confirm(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:

@@ -153,6 +153,13 @@ def test_promote_requires_the_current_version(write, reviewer_actor):
     assert promoted.reviewed_by == reviewer_actor.user
 
 
+def test_a_rejected_claim_records_its_reviewer_but_is_not_verified(write, reviewer_actor):
+    record = write(authority="agent", provenance={"source_type": "agent_inference"})
+    rejected = services.memory_reject(record_id=record.pk, expected_version=1, actor=reviewer_actor, note="wrong")
+    assert (rejected.status, rejected.trust) == (Status.REJECTED, Trust.UNTRUSTED)
+    assert rejected.reviewed_by == reviewer_actor.user and rejected.reviewed_at is not None
+
+
 def test_agents_cannot_promote_reject_or_retire(write, credential):
     record = write(authority="agent", provenance={"source_type": "agent_inference"})
     agent = Actor.for_credential(credential)
