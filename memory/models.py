@@ -367,7 +367,9 @@ class MemoryRecord(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind_id}:{self.subject} v{self.version} ({self.status})"
+        # Read by people (admin breadcrumbs, history pages, logs of ids): the subject, the start of the
+        # id to tell versions of one subject apart, no query (the kind would need one).
+        return f"{self.subject} · {str(self.pk)[:8]} v{self.version} ({self.status})"
 
     @property
     def provenance(self) -> dict:

@@ -108,6 +108,11 @@ def test_record_titles_read_as_kind_subject_version_status(admin_client, write):
     record = write(subject="customer/acme")
     html = admin_client.get(reverse("admin:memory_memoryrecord_change", args=[record.pk])).content.decode()
     assert '<h2>preference · customer/acme · v1 (active)</h2>' in html
+    # breadcrumbs and the history page read the record's own title: subject, short id, version, status
+    title = f"customer/acme · {str(record.pk)[:8]} v1 (active)"
+    assert str(record) == title and title in html
+    history = admin_client.get(reverse("admin:memory_memoryrecord_history", args=[record.pk])).content.decode()
+    assert title in history and f"{record.kind_id}:customer/acme" not in history
 
 
 def test_idempotency_keys_are_view_only(admin_client, credential, write):
