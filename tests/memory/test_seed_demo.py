@@ -32,3 +32,16 @@ def test_demo_facts_checked_long_ago_were_also_observed_then():
     assert stale.exists()
     for record in stale:
         assert abs((record.observed_at - record.confirmed_at).total_seconds()) < 120
+
+
+def test_the_readmes_recall_example_finds_the_contact_preference_first():
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    token = re.search(r"\bgma_\S+", out.getvalue()).group(0)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post("/api/v1/recall/", {"query": "does acme prefer email or phone", "purpose": "support",
+                                                "subject": "customer/acme", "limit": 10, "token_budget": 800},
+                           format="json")
+    first = response.json()["items"][0]
+    assert first["content"].startswith("Prefers email over phone") and first["score_parts"]["lexical"] > 0
