@@ -46,6 +46,7 @@ class Launcher:
         self.processes: dict[str, subprocess.Popen] = {}
         self.relays: list[threading.Thread] = []
         self.stop_requested: str | None = None
+        self.hurry = False  # a second Ctrl-C: kill what is left now
 
     def say(self, name: str, text: str) -> None:
         with self.output:
@@ -54,6 +55,8 @@ class Launcher:
 
     def start(self) -> None:
         for name, command in self.entries:
+            if self.stop_requested:  # Ctrl-C while starting: start no more
+                break
             # `exec`: the shell expands ${VARS} and is replaced, so the pid is the process itself.
             process = subprocess.Popen(
                 ["/bin/sh", "-c", f"exec {command}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -64,6 +67,8 @@ class Launcher:
             relay.start()
             self.relays.append(relay)
             self.say("system", f"{name} started (pid {process.pid})")
+        if self.stop_requested:  # the signal came between starting a process and recording it
+            self.terminate_all()
 
     def relay(self, name: str, process: subprocess.Popen) -> None:
         for raw in iter(process.stdout.readline, b""):
@@ -72,8 +77,11 @@ class Launcher:
     def request_stop(self, signum: int, frame=None) -> None:
         if self.stop_requested is None:
             self.stop_requested = signal.Signals(signum).name
-            self.say("system", f"{self.stop_requested} received: stopping (up to {self.stop_timeout:g} s)")
+            self.say("system", f"{self.stop_requested} received: stopping (up to {self.stop_timeout:g} s; "
+                               "Ctrl-C again to kill now)")
             self.terminate_all()
+        elif signum == signal.SIGINT:
+            self.hurry = True
 
     def terminate_all(self) -> None:
         for name, process in self.processes.items():
@@ -86,6 +94,7 @@ class Launcher:
     def run(self) -> int:
         signal.signal(signal.SIGINT, self.request_stop)
         signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_stop)  # the terminal closed: the children are in sessions of their own
         self.start()
         clean = True
         deadline = None
@@ -107,10 +116,11 @@ class Launcher:
                 break
             if self.stop_requested and deadline is None:
                 deadline = time.monotonic() + self.stop_timeout
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and (time.monotonic() > deadline or self.hurry):
                 for name, process in self.processes.items():
                     if process.poll() is None:
-                        self.say("system", f"{name} did not stop within {self.stop_timeout:g} s: killing it")
+                        self.say("system", f"{name} killing it" if self.hurry else
+                                 f"{name} did not stop within {self.stop_timeout:g} s: killing it")
                         try:
                             os.killpg(process.pid, signal.SIGKILL)
                         except ProcessLookupError:

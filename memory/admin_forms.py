@@ -50,11 +50,12 @@ class DaysField(forms.Field):
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
         if not days.is_finite():
             raise ValidationError(self.error_messages["invalid"], code="invalid")
-        if days <= 0:
-            raise ValidationError(self.error_messages["not_positive"], code="not_positive")
         if days > self.MAX_DAYS:
             raise ValidationError(self.error_messages["too_long"], code="too_long", params={"max": self.MAX_DAYS})
-        return timedelta(seconds=int((days * SECONDS_PER_DAY).to_integral_value()))
+        seconds = int((days * SECONDS_PER_DAY).to_integral_value())
+        if seconds < 1:  # checked after rounding: "0.000001" days is 0 seconds
+            raise ValidationError(self.error_messages["not_positive"], code="not_positive")
+        return timedelta(seconds=seconds)
 
     def has_changed(self, initial, data) -> bool:
         try:

@@ -276,13 +276,8 @@ class MemoryWriteSerializer(StrictSerializer):
         child=StrictUUIDField(), required=False, allow_null=True, allow_empty=False,
         max_length=DERIVED_FROM_MAX_ITEMS, help_text="Source records of a summary or merge (always reviewed).",
     )
-    tenant = StrictCharField(required=False, allow_null=True,
-                             help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of.")
-    agent = StrictCharField(required=False, allow_null=True,
-                            help_text="Agents: optional, must be the token's agent. Reviewers: required with as_of.")
-    as_of = CheckedDateTimeField(required=False, allow_null=True,
-                                 help_text="Reviewers only (with tenant and agent): what recall would have returned at "
-                                           "this moment, reconstructed from history. An agent token sending it gets 403.")
+    tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
+    agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
 
     @cached_property
     def kinds(self) -> dict[str, MemoryKind]:

@@ -2,6 +2,7 @@
 worker and beat cleanly; the launcher's own stop rules on small Procfiles."""
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -119,4 +120,31 @@ def test_a_process_that_exits_by_itself_stops_the_others(tmp_path):
     process = launch(tmp_path, "short: echo done\nlong: sleep 60\n")
     output = process.communicate(timeout=30)[0]
     assert "short stopped (exit status 0)" in output and "long stopped" in output
+    assert process.returncode == 1
+
+
+def test_a_closed_terminal_stops_every_process(tmp_path):
+    process = launch(tmp_path, f"one: sleep 60\ntwo: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n")
+    seen = wait_until_printed(process, "up")
+    children = [int(pid) for pid in re.findall(r"started \(pid (\d+)\)", seen)]
+    assert len(children) == 2, seen
+    os.kill(process.pid, signal.SIGHUP)  # what the terminal sends the launcher when it closes
+    output = process.communicate(timeout=30)[0]
+    assert "SIGHUP received" in output and "one stopped" in output and "two stopped" in output, output
+    for pid in children:
+        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2],
+                 timeout=10, interval=0.1, what=f"process {pid} to end")
+
+
+def test_a_second_ctrl_c_kills_what_is_left_at_once(tmp_path):
+    stubborn = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                "print('up', flush=True); time.sleep(60)\"")
+    process = launch(tmp_path, f"stubborn: {stubborn}\n", stop_timeout="60")
+    wait_until_printed(process, "up")
+    started = time.monotonic()
+    os.killpg(process.pid, signal.SIGINT)
+    wait_until_printed(process, "SIGINT received")
+    os.killpg(process.pid, signal.SIGINT)
+    output = process.communicate(timeout=30)[0]
+    assert time.monotonic() - started < 15 and "stubborn killing it" in output, output
     assert process.returncode == 1

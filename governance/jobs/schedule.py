@@ -104,18 +104,27 @@ def set_job_intervals(intervals: dict[str, float]) -> None:
     PeriodicTasks.update_changed()
 
 
+CRONTAB_PROBE_SPAN = timedelta(days=8)
+CRONTAB_PROBE_MAX_RUNS = 12_000  # every minute for eight days
+
+
 def period_seconds(schedule: schedules.BaseSchedule) -> float | None:
     """The longest time between two runs of a schedule: its interval, or for a crontab the longest
     gap among its next runs. None for schedules without a period (solar, clocked)."""
     if isinstance(schedule, schedules.crontab):
         probe = copy.copy(schedule)
-        moment, gaps, previous = timezone.now(), [], None
-        for _ in range(64):  # a week of hourly runs: weekends are seen
+        start = moment = timezone.now()
+        gaps, previous = [], None
+        # Every run over the next eight days (so a weekend gap is seen whatever today is), and at
+        # least two; capped for schedules that run every minute.
+        for _ in range(CRONTAB_PROBE_MAX_RUNS):
             probe.nowfun = lambda moment=moment: moment
             moment = moment + probe.remaining_estimate(moment) + timedelta(seconds=1)
             if previous is not None:
                 gaps.append((moment - previous).total_seconds())
             previous = moment
+            if gaps and moment - start > CRONTAB_PROBE_SPAN:
+                break
         return max(gaps)
     if isinstance(schedule, schedules.schedule):
         return schedule.run_every.total_seconds()

@@ -187,6 +187,8 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
     @extend_schema(summary="List memories in your scope")
     def list(self, request: Request, *args, **kwargs) -> Response:
+        if "as_of" in request.query_params:  # would be ignored, and the answer mistaken for the past
+            raise ValidationError({"as_of": ["as_of applies to one memory: GET /api/v1/memories/{id}/?as_of=<time>."]})
         return super().list(request, *args, **kwargs)
 
     @extend_schema(

@@ -156,3 +156,17 @@ def test_a_note_longer_than_the_limit_is_refused_not_cut(agent_client, write):
 def test_a_subject_shaped_like_a_forgotten_fingerprint_is_refused(agent_client, pages_still_work):
     body = memory_body(subject="forgotten:" + "a" * 64)
     assert_problem(agent_client.post(MEMORIES, body, format="json"), 400, errors={"subject"})
+
+
+@pytest.mark.parametrize("field, value", [("as_of", "2020-01-01T00:00:00Z"), ("query", "email"), ("limit", 3)])
+def test_a_write_carrying_another_bodys_field_is_a_400_and_stores_nothing(agent_client, pages_still_work, field, value):
+    body = memory_body(**{field: value})
+    assert_problem(agent_client.post(MEMORIES, body, format="json"), 400, errors={field})
+    batch = agent_client.post(f"{MEMORIES}batch/", {"items": [body]}, format="json")
+    assert batch.status_code == 200 and batch.json()["results"][0]["status"] == 400
+    assert field in batch.json()["results"][0]["problem"]["errors"]
+
+
+def test_as_of_on_the_list_is_a_400_not_todays_list(agent_client, reviewer_client):
+    for client in (agent_client, reviewer_client):
+        assert_problem(client.get(MEMORIES, {"as_of": "2020-01-01T00:00:00Z"}), 400, errors={"as_of"})

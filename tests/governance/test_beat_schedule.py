@@ -171,6 +171,11 @@ def test_a_job_moved_to_a_crontab_counts_for_health_with_the_longest_gap_between
     weekdays.interval = None
     weekdays.crontab = CrontabSchedule.objects.create(minute="0", hour="9-17", day_of_week="1-5")
     weekdays.save()
+    hourly_weekdays = PeriodicTask.objects.get(name=entry_name("golden_recall"))  # more runs in a week than a sample
+    hourly_weekdays.interval = None
+    hourly_weekdays.crontab = CrontabSchedule.objects.create(minute="0", day_of_week="1-5")
+    hourly_weekdays.save()
     intervals = scheduled_intervals()
     assert intervals["prune"] == 86400
     assert intervals["alerts"] == (24 + 24 + 16) * 3600  # Friday 17:00 to Monday 09:00
+    assert intervals["golden_recall"] == (24 + 24 + 1) * 3600  # Friday 23:00 to Monday 00:00

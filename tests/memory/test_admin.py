@@ -9,13 +9,6 @@ from memory.models import MemoryRecord, Status
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(client, django_user_model):
-    admin = django_user_model.objects.create_superuser("root", "root@example.com", "root-pass-123")
-    client.force_login(admin)
-    return client
-
-
 def test_posting_the_change_form_or_a_history_revert_changes_nothing(admin_client, write):
     record = write(authority="agent", provenance={"source_type": "agent_inference"})
     history_id = record.history.get().history_id

@@ -13,13 +13,6 @@ from memory.models import IdempotencyKey, MemoryKind
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(client, django_user_model):
-    admin = django_user_model.objects.create_superuser("root", "root@example.com", "root-pass-123")
-    client.force_login(admin)
-    return client
-
-
 def form_data(kind: MemoryKind, **changes) -> dict:
     """What the browser posts back for `kind` untouched, with `changes` typed in."""
     form = MemoryKindForm(instance=kind)
@@ -89,6 +82,8 @@ def test_no_authority_checked_quarantines_everything(admin_client):
     ({"default_ttl": "sixty"}, "default_ttl", "Enter a number of days"),
     ({"default_ttl": "0"}, "default_ttl", "more than 0 days"),
     ({"max_ttl": "-3"}, "max_ttl", "more than 0 days"),
+    ({"purge_after": "0.000005"}, "purge_after", "more than 0 days"),  # rounds to 0 seconds
+    ({"review_interval": "1e-9"}, "review_interval", "more than 0 days"),
     ({"purge_after": "NaN"}, "purge_after", "Enter a number of days"),
     ({"max_ttl": "1000000"}, "max_ttl", "at most"),
     ({"default_ttl": "400", "max_ttl": "365"}, "default_ttl", "cannot be longer than the maximum TTL"),
