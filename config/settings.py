@@ -214,6 +214,8 @@ API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1024 * 1024)  # larger bodies
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 20)  # deeper JSON is a 400
 MEMORY_RECALL_MAX_LIMIT = env_int("MEMORY_RECALL_MAX_LIMIT", 50)
 MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
+# Recall writes last_used_at after its response, batched per process at most this often (memory.usage).
+MEMORY_LAST_USED_FLUSH_SECONDS = env_float("MEMORY_LAST_USED_FLUSH_SECONDS", 2)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
 FORGET_FINGERPRINT_KEY = env_str("FORGET_FINGERPRINT_KEY", "")  # HMAC key of forgotten subjects (memory.fingerprints); empty = derived from SECRET_KEY

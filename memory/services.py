@@ -21,7 +21,9 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
+from memory import usage
 from memory.actors import Actor
+from memory.credentials import forget_cached_credentials
 from memory.errors import Conflict, DomainError, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
 from memory.fingerprints import records_about
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
@@ -34,7 +36,7 @@ from memory.models import (
 from memory.risk import risk_flags_value
 from memory.search.semantic import embed_after_commit
 from memory.selectors import records_in_scope
-from memory.validation import BatchItemSerializer, MemoryWriteSerializer, WriteDraft, parse_write
+from memory.validation import BatchItemSerializer, WriteDraft, parse_write, parse_writes
 
 # Fields a transition may change; bulk updates write exactly these.
 TRANSITION_FIELDS = ["status", "status_changed_at", "version", "trust", "reviewed_by", "reviewed_at", "confirmed_at", "expires_at"]
@@ -237,10 +239,13 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
     return WriteResult(record=record, replayed=False)
 
 
-def _checked_draft(data: Any, *, credential: AgentCredential, now: datetime, kinds=None,
-                   serializer_class=MemoryWriteSerializer) -> WriteDraft:
+def _checked_draft(data: Any, *, credential: AgentCredential, now: datetime) -> WriteDraft:
     """A write body validated and checked against what the credential may do; nothing written."""
-    draft = parse_write(reject_foreign_scope(data, credential), now=now, kinds=kinds, serializer_class=serializer_class)
+    return _allowed(parse_write(reject_foreign_scope(data, credential), now=now), credential)
+
+
+def _allowed(draft: WriteDraft, credential: AgentCredential) -> WriteDraft:
+    """The draft if the credential may write it, else ScopeDenied or ValidationFailed."""
     if not credential.allows_purpose(draft.purpose):
         raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
     if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
@@ -339,9 +344,23 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
     kinds = {kind.name: kind for kind in MemoryKind.objects.all()}
     results: dict[int, BatchItemResult] = {}
     prepared: list[_BatchItem] = []
+    bodies: list[Any] = []
     for index, item in enumerate(items):
         try:
-            draft = _checked_draft(item, credential=credential, now=now, kinds=kinds, serializer_class=BatchItemSerializer)
+            bodies.append(reject_foreign_scope(item, credential))
+        except DomainError as exc:
+            results[index] = BatchItemResult(index, error=exc)
+            bodies.append(None)
+    parsed = iter(parse_writes([body for body in bodies if body is not None], now=now, kinds=kinds,
+                               serializer_class=BatchItemSerializer))
+    for index, item in enumerate(items):
+        if bodies[index] is None:
+            continue
+        try:
+            draft = next(parsed)
+            if isinstance(draft, DomainError):
+                raise draft
+            draft = _allowed(draft, credential)
             # The key is not part of the body it stands for (as the header is not, on a single write).
             body = {name: value for name, value in item.items() if name != "idempotency_key"}
             key = item.get("idempotency_key")
@@ -761,11 +780,24 @@ def _forget_locked(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
 # recall bookkeeping
 
 
-def memory_mark_used(*, record_ids: Iterable[uuid.UUID], at: datetime | None = None, granularity: timedelta = timedelta(minutes=1)) -> int:
-    """Set last_used_at for recalled records in one UPDATE. Not a transition (no history row: the
-    field is excluded from history); rows touched within `granularity` are skipped so hot records
-    are not rewritten on every recall."""
+MARK_GRANULARITY = timedelta(minutes=1)
+
+
+def memory_mark_used(*, record_ids: Iterable[uuid.UUID], at: datetime | None = None) -> int:
+    """Recall returned these records at `at`. Not a transition (no history row: the field is
+    excluded from history). While serving a request the mark waits in this process's buffer and is
+    written after the response, batched with others (`memory.usage`); elsewhere it is written now.
+    Returns how many records were written now."""
     at = at or timezone.now()
+    ids = list(record_ids)
+    if not ids or usage.defer_mark(ids, at):
+        return 0
+    return write_last_used(record_ids=ids, at=at)
+
+
+def write_last_used(*, record_ids: Iterable[uuid.UUID], at: datetime, granularity: timedelta = MARK_GRANULARITY) -> int:
+    """Set last_used_at in one UPDATE; rows marked within `granularity` before `at` (or later) are
+    skipped, so hot records are not rewritten on every recall and a mark never moves back."""
     ids = list(record_ids)
     if not ids:
         return 0
@@ -846,7 +878,7 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
     """Revoke a source: every active record it wrote, and every active record derived from anything
     it wrote, goes back to `quarantined` (trust untrusted), set-based, one history row each with
     reason `<channel>.revoke` and the note; recall stops returning them when this commits. A
-    credential's token is revoked too. Humans only; records already quarantined, decided or
+    credential's token is revoked too, and an agent's tokens with the agent. Humans only; records already quarantined, decided or
     forgotten stay as they are. Repeating it finds nothing left (affected 0), so it is safe to
     run again, e.g. to catch a write that was in flight with the token."""
     _require_human(actor, "revoke")
@@ -855,10 +887,12 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
     now = timezone.now()
     with transaction.atomic():
         token_revoked = False
-        if kind == "credential_id":
-            token_revoked = bool(AgentCredential.objects.filter(
-                pk=source.credential_id, agent__tenant_id=source.tenant_id, revoked_at__isnull=True,
-            ).update(revoked_at=now))
+        if kind in ("credential_id", "agent_id"):  # a revoked agent's tokens are revoked with it
+            tokens = AgentCredential.objects.filter(agent__tenant_id=source.tenant_id, revoked_at__isnull=True).filter(
+                **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id}))
+            hashes = list(tokens.values_list("token_hash", flat=True))
+            token_revoked = bool(AgentCredential.objects.filter(token_hash__in=hashes).update(revoked_at=now))
+            forget_cached_credentials(hashes)
         direct, derived = revocation_targets(source=source, actor=actor)
         locked = set(_forget_locked([*direct, *derived]))  # one pass in key order; skips forgotten
         moved: dict[bool, list[uuid.UUID]] = {}

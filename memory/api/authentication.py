@@ -15,6 +15,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
 from memory.actors import Actor
+from memory.credentials import usable_credential
 from memory.models import AgentCredential, ReviewerToken, hash_token
 
 BEARER = b"bearer"
@@ -52,9 +53,7 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     @staticmethod
     def _agent(raw: str):
-        credential = (
-            AgentCredential.objects.usable().select_related("agent__tenant").filter(token_hash=hash_token(raw)).first()
-        )
+        credential = usable_credential(raw)  # cached for a second at most (memory.credentials)
         if credential is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked token."))
         return AnonymousUser(), credential

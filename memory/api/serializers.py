@@ -62,7 +62,13 @@ class MemoryRecordSerializer(serializers.Serializer):
 
     @extend_schema_field(StoredProvenanceSerializer)
     def get_provenance(self, record) -> dict:
-        return StoredProvenanceSerializer(record.provenance, context={"forgotten": record.is_forgotten}).data
+        # One nested serializer per listing (with many=True), not one per record: building a
+        # serializer's fields is most of its cost.
+        nested = self.__dict__.get("_provenance")
+        if nested is None:
+            nested = self.__dict__["_provenance"] = StoredProvenanceSerializer(context={"forgotten": False})
+        nested.context["forgotten"] = record.is_forgotten
+        return nested.to_representation(record.provenance)
 
     def get_quarantine_reason(self, record) -> str | None:
         return record.quarantine_reason or None

@@ -174,11 +174,14 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
                 record.pk: record for record in record_queryset(request_actor(request))
                 .filter(pk__in=[outcome.record.pk for outcome in outcomes if outcome.record is not None])
             }
+            # One serializer for every record (its fields are built once, not per item).
+            written = [records[outcome.record.pk] for outcome in outcomes if outcome.record is not None]
+            serialized = iter(MemoryRecordSerializer(written, many=True).data)
             results = []
             for outcome in outcomes:
                 result = {"index": outcome.index, "status": outcome.status}
                 if outcome.record is not None:
-                    result["record"] = MemoryRecordSerializer(records[outcome.record.pk]).data
+                    result["record"] = next(serialized)
                 else:
                     result["problem"] = domain_problem(outcome.error, instance=f"{request.path}#/items/{outcome.index}")
                 results.append(result)

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memory import usage
 from memory.models import MemoryRecord
 from tests.api.conftest import FORGET, MEMORIES, UNTRUSTED, assert_problem, recall_ids
 
@@ -118,6 +119,7 @@ def test_recall_items_carry_provenance_score_parts_and_a_dated_context_line(api_
     assert item["score"] == pytest.approx(sum(item["score_parts"].values()), abs=1e-3)
     assert item["context"].startswith(f"[preference | user | confirmed {record['confirmed_at'][:10]} | source user_turn chat://")
     assert body["tokens_used"] == item["tokens"]
+    usage.flush()  # recall writes last_used_at after its response, batched (memory.usage)
     assert MemoryRecord.objects.get(pk=record["id"]).last_used_at is not None
 
 

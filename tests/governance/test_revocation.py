@@ -143,7 +143,10 @@ def test_an_agent_a_session_or_a_site_can_be_revoked(source, tenant, credential,
     assert set(MemoryRecord.objects.filter(status=Status.QUARANTINED).values_list("pk", flat=True)) == expected
     assert MemoryRecord.objects.get(pk=miss_other_agent.pk).status == Status.ACTIVE
     assert response.json()["affected"] == len(expected)
-    assert AgentCredential.objects.filter(revoked_at__isnull=False).count() == 0  # only a credential revocation revokes a token
+    # a revoked agent's tokens are revoked with it; a session or a site revokes no token
+    revoked = set(AgentCredential.objects.filter(revoked_at__isnull=False).values_list("pk", flat=True))
+    assert revoked == ({credential.pk} if source == "agent" else set())
+    assert response.json()["token_revoked"] is (source == "agent")
 
 
 def test_revoking_again_finds_nothing_left_and_is_harmless(tenant, credential, write, reviewer_actor):

@@ -1,0 +1,56 @@
+"""Agent credentials by token, cached briefly in the shared Django cache (Redis, or the file cache
+every process on the machine shares) so that an API request does not look its token up in the
+database every time.
+
+Each usable credential (with its agent and tenant) is cached for CREDENTIAL_CACHE_SECONDS under
+its token hash. Every way a credential changes drops its entry for every process: the revoke
+service (a revoked credential or agent), the admin's revoke action, and saving or deleting a
+credential; dropped at once and again when the change commits, so a request that read the row just
+before the commit cannot keep the old state. A revoked token is therefore refused by the next
+request; only a change made outside the app (raw SQL) waits for the entry to expire. Unknown or
+revoked tokens are never cached: they are looked up every time.
+"""
+
+from collections.abc import Iterable
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from memory.models import AgentCredential, hash_token
+
+CREDENTIAL_CACHE_SECONDS = 30
+
+
+def _key(token_hash: str) -> str:
+    return f"memory:credential:{token_hash}"
+
+
+def usable_credential(raw_token: str) -> AgentCredential | None:
+    """The unrevoked credential of this raw token (with its agent and tenant), or None."""
+    token_hash = hash_token(raw_token)
+    try:
+        credential = cache.get(_key(token_hash))
+    except Exception:  # noqa: BLE001 - an entry from another version of the model: look it up again
+        credential = None
+    if not isinstance(credential, AgentCredential):
+        credential = (AgentCredential.objects.usable().select_related("agent__tenant")
+                      .filter(token_hash=token_hash).first())
+        if credential is not None:
+            cache.set(_key(token_hash), credential, CREDENTIAL_CACHE_SECONDS)
+    return credential
+
+
+def forget_cached_credentials(token_hashes: Iterable[str]) -> None:
+    """Drop these tokens' entries now and again when the current transaction commits."""
+    keys = [_key(token_hash) for token_hash in token_hashes]
+    if keys:
+        cache.delete_many(keys)
+        transaction.on_commit(lambda: cache.delete_many(keys))
+
+
+@receiver(post_save, sender=AgentCredential, dispatch_uid="memory-credential-cache-save")
+@receiver(post_delete, sender=AgentCredential, dispatch_uid="memory-credential-cache-delete")
+def _credential_changed(sender, instance: AgentCredential, **kwargs) -> None:
+    forget_cached_credentials([instance.token_hash])

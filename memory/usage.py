@@ -1,0 +1,116 @@
+"""`last_used_at` (when recall last returned a record), written off the request path.
+
+In a web request, recall's mark (`memory.services.memory_mark_used`) goes into this process's
+buffer instead of the database. The buffer is written with one set-based UPDATE once its oldest
+note is MEMORY_LAST_USED_FLUSH_SECONDS old or it holds FLUSH_AT_RECORDS records, by the next
+recall that finds it so, after its response has been sent (`request_finished`), and when the
+process exits. Outside a request (a job, a shell, a test calling the service) a mark is written at
+once; MEMORY_LAST_USED_FLUSH_SECONDS = 0 writes every request's marks after its response.
+
+A flush stamps every buffered record with the newest note's time, at most the flush interval
+after its own use, and like every mark skips records marked within the last minute and never
+moves a mark back: flushing twice changes nothing. The deletion-candidate rule (not used for
+MEMORY_UNUSED_AFTER_DAYS days) does not notice a delay of seconds; a process killed outright loses
+only its unflushed notes (seconds of use).
+"""
+
+import atexit
+import logging
+import threading
+import time
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.core.signals import request_finished, request_started
+from django.dispatch import receiver
+
+logger = logging.getLogger("memory.usage")
+
+FLUSH_AT_RECORDS = 5000
+
+
+class _Buffer:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ids: set[uuid.UUID] = set()
+        self.newest: datetime | None = None
+        self.since = 0.0  # monotonic time of the oldest unflushed note
+
+    def add(self, ids: list, at: datetime) -> None:
+        with self.lock:
+            if not self.ids:
+                self.since = time.monotonic()
+            self.ids.update(ids)
+            self.newest = at if self.newest is None or at > self.newest else self.newest
+
+    def due(self) -> bool:
+        return bool(self.ids) and (len(self.ids) >= FLUSH_AT_RECORDS
+                                   or time.monotonic() - self.since >= settings.MEMORY_LAST_USED_FLUSH_SECONDS)
+
+    def take(self) -> tuple[list, datetime | None]:
+        with self.lock:
+            ids, newest = list(self.ids), self.newest
+            self.ids, self.newest = set(), None
+            return ids, newest
+
+
+_buffer = _Buffer()
+_in_request = threading.local()
+
+
+def defer_mark(record_ids: list, at: datetime) -> bool:
+    """Buffer the mark when called while serving a request; False elsewhere (write it now)."""
+    if not getattr(_in_request, "active", False):
+        return False
+    _buffer.add(record_ids, at)
+    _in_request.noted = True
+    return True
+
+
+def flush() -> int:
+    """Write every buffered mark now; returns how many records changed."""
+    from memory.services import write_last_used
+
+    ids, newest = _buffer.take()
+    if not ids:
+        return 0
+    try:
+        return write_last_used(record_ids=ids, at=newest)
+    except Exception:  # noqa: BLE001 - kept for the next flush rather than failing a finished request
+        _buffer.add(ids, newest)
+        logger.warning("last_used_at flush failed; kept for the next one", extra={"records": len(ids)}, exc_info=True)
+        return 0
+
+
+def pending() -> int:
+    return len(_buffer.ids)
+
+
+@receiver(request_started, dispatch_uid="memory-usage-request-started")
+def _request_started(sender, **kwargs) -> None:
+    _in_request.active, _in_request.noted = True, False
+
+
+@receiver(request_finished, dispatch_uid="memory-usage-request-finished")
+def _request_finished(sender, **kwargs) -> None:
+    # Only a request that noted a use flushes, so no other request ever pays for the write.
+    noted = getattr(_in_request, "noted", False)
+    _in_request.active = _in_request.noted = False
+    if noted and _buffer.due():
+        flush()
+
+
+def _flush_at_exit() -> None:
+    # Logging and the database may already be gone this late (a test run's database is dropped).
+    ids, newest = _buffer.take()
+    if ids:
+        from memory.services import write_last_used
+
+        try:
+            write_last_used(record_ids=ids, at=newest)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+atexit.register(_flush_at_exit)
