@@ -291,6 +291,9 @@ JOB_BATCH_SIZE = env_int("JOB_BATCH_SIZE", 2000)
 JOB_STALE_AFTER_FACTOR = env_float("JOB_STALE_AFTER_FACTOR", 3)
 JOB_STALE_GRACE_SECONDS = env_float("JOB_STALE_GRACE_SECONDS", 120)
 JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 30)  # the prune job trims older JobRun rows
+# The prune job keeps a content-free trace of each record it deletes (as-of reads report it as pruned)
+# for this long, then deletes the trace too.
+PRUNED_RECORD_TRACE_RETENTION_DAYS = env_int("PRUNED_RECORD_TRACE_RETENTION_DAYS", 400)
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 2)  # seconds allowed to reach the broker
 # /health/ says "starting" (200), not "fail", while the scheduled jobs have not yet run this long after start.
 HEALTH_STARTUP_GRACE_SECONDS = env_float("HEALTH_STARTUP_GRACE_SECONDS", 180)

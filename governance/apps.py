@@ -43,6 +43,12 @@ class GovernanceConfig(AppConfig):
         from governance.portability.ledger import ForgetLedgerArtifact
         from memory.portable.importer import register_import_guard
 
+        # The prune job's traces of pruned records: as-of reads report them; forget has nothing to remove there.
+        from governance.pruned_trace import PrunedTraceArtifact, PrunedTraceReader
+        from memory.asof import register_pruned_trace
+
+        register_pruned_trace(PrunedTraceReader())
+        register_forget_artifact(PrunedTraceArtifact(), before="external_backups")
         register_forget_artifact(ForgetLedgerArtifact(), before="external_backups")
         register_forget_artifact(DiskArtifact(), before="external_backups")
         register_import_guard(forgotten_subjects_guard)

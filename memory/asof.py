@@ -10,13 +10,21 @@ reconstructed from the records' django-simple-history rows (every transition wri
   status, version, trust and times then, and says the content was withheld. Such a record is never
   ranked (its words would show through the order) nor returned by as-of recall; the response lists
   its id under `withheld`.
-- **Pruned records.** The prune job deletes a record *and all its history rows*, leaving no trace
-  of the record itself. A record that no longer exists, or whose state at T is a deletion row, is
-  410 Gone ("pruned"); an id known only from a successor's history (`supersedes`) is 410 too; an id
-  with no trace at all is a plain 404 (which is all anyone can say of it). As-of recall cannot show
-  records pruned since; it says whether any could have been: a record active at T can only be
-  pruned once it left `active` after T *and* its kind's purge age passed since, so before T + the
-  shortest purge age of the kinds asked about, nothing it would have returned can be missing.
+- **Pruned records.** The prune job deletes a record *and all its history rows*; in the same
+  transaction it writes a content-free trace of it (governance's `PrunedRecord`: ids, scope, status,
+  times, the subject only as its keyed fingerprint), kept for PRUNED_RECORD_TRACE_RETENTION_DAYS
+  and reached here through the `PrunedTrace` registered below (`memory` does not import
+  `governance`). A record found in the trace is 410 Gone ("pruned", with `pruned_at`) for any
+  moment from its creation on, and 404 "not_yet" before it; without a trace, a record whose state
+  at T is a deletion row, or an id known only from a successor's history (`supersedes`), is 410
+  too, and an id with no trace at all is a plain 404 (which is all anyone can say of it).
+  As-of recall cannot rank records pruned since (their words are gone), but lists under `pruned`
+  (id and `pruned_at`) the traced ones of the scope asked about (tenant, agent, purpose, subject by
+  fingerprint, kinds) that were active at T. `may_miss_pruned` is left for prunes the trace cannot
+  show: a record active at T can only be pruned once it left `active` after T *and* its kind's
+  purge age passed since, so it is true only when T + the shortest purge age of the kinds asked
+  about lies before the trace's cover (when the trace began, or the start of its retention window
+  if later) and before now.
 - **Ranking** is recall's lexical ranking (`memory.search.ranking`: BM25 over the scope's records
   that were active then, plus the same priors with recency measured at T), computed over the
   historical texts by `memory.asof_ranking` with the serving lexical index's recipe (the index
@@ -24,8 +32,10 @@ reconstructed from the records' django-simple-history rows (every transition wri
   is not reconstructed (the vectors of the past are not kept): the response says so.
 """
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
@@ -46,10 +56,47 @@ CONTENT_WITHHELD = "forgotten"
 
 
 class RecordGone(DomainError):
-    """The record existed but has been deleted (pruned by retention) since."""
+    """The record existed but has been deleted (pruned by retention) since. `extensions` are extra
+    members of the API's problem body (`pruned_at` when the trace knows it)."""
 
     status = 410
     title = "Gone"
+
+    def __init__(self, detail: str, *, pruned_at: datetime | None = None, **kwargs):
+        super().__init__(detail, **kwargs)
+        self.pruned_at = pruned_at
+        self.extensions = {"pruned_at": pruned_at.isoformat().replace("+00:00", "Z")} if pruned_at else {}
+
+
+@dataclass(frozen=True)
+class PrunedEntry:
+    """A pruned record as its content-free trace knows it."""
+
+    id: uuid.UUID
+    created_at: datetime
+    pruned_at: datetime
+
+
+class PrunedTrace(Protocol):
+    """Where the traces of pruned records are kept (governance registers one)."""
+
+    def find(self, *, actor: Actor, record_id) -> PrunedEntry | None:
+        """The trace of `record_id` in the actor's tenants, if any."""
+
+    def active_at(self, *, agent: Agent, purpose: str, subject: str | None, kind_ids: list[int] | None,
+                  at: datetime) -> list[PrunedEntry]:
+        """Traced records of this scope that were active at `at` and pruned after it."""
+
+    def kept_since(self, *, now: datetime) -> datetime | None:
+        """The earliest moment from which every prune left a trace (None: unknown)."""
+
+
+_pruned_trace: PrunedTrace | None = None
+
+
+def register_pruned_trace(trace: PrunedTrace | None) -> None:
+    global _pruned_trace
+    _pruned_trace = trace
 
 
 def history_model():
@@ -110,6 +157,9 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
     now_status = records_in_scope(actor).filter(pk=record_id).values_list("status", flat=True).first()
     row = (states_at(in_scope.filter(id=record_id), at).select_related("tenant", "agent", "kind").first())
     if now_status is None:
+        pruned = _pruned_trace.find(actor=actor, record_id=record_id) if _pruned_trace is not None else None
+        if pruned is not None:
+            _raise_pruned(pruned, at)
         deleted = row is not None or in_scope.filter(id=record_id).exists() or in_scope.filter(supersedes_id=record_id).exists()
         if deleted:
             raise RecordGone(
@@ -135,6 +185,16 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
                       content_withheld=CONTENT_WITHHELD if withheld else None, status_now=now_status)
 
 
+def _raise_pruned(pruned: PrunedEntry, at: datetime):
+    pruned_on = f"{pruned.pruned_at:%Y-%m-%dT%H:%M:%SZ}"
+    if at < pruned.created_at:
+        raise RecordNotFound(f"This memory did not exist yet at that time; it was created "
+                             f"{pruned.created_at:%Y-%m-%dT%H:%M:%SZ} and pruned {pruned_on}.", code="not_yet")
+    raise RecordGone(f"This memory was pruned {pruned_on} (retention deletes a record with its history once its kind's "
+                     "purge age has passed), so its state at that time cannot be shown.", code="pruned",
+                     pruned_at=pruned.pruned_at)
+
+
 # --------------------------------------------------------------------------------------------
 # recall
 
@@ -146,6 +206,7 @@ class RecallAsOf:
     tenant: Tenant
     agent: Agent
     withheld: list = field(default_factory=list)  # ids of records that were candidates but are forgotten now
+    pruned: list[PrunedEntry] = field(default_factory=list)  # traced records of the scope active then, pruned since
     may_miss_pruned: bool = False
     semantic_not_reconstructed: str | None = None  # the semantic index today's recall would fuse in
 
@@ -155,9 +216,14 @@ class RecallAsOf:
         if self.withheld:
             notes.append(f"{len(self.withheld)} record(s) that were candidates then are forgotten now: never ranked or "
                          "returned, and no longer counted in the ranking's collection statistics.")
+        if self.pruned:
+            notes.append(f"{len(self.pruned)} record(s) of this scope that were active then have been pruned since (the "
+                         f"first on {self.pruned[0].pruned_at:%Y-%m-%d}): retention deleted them with their history, so "
+                         "whether recall returned them cannot be reconstructed.")
         if self.may_miss_pruned:
-            notes.append("Records pruned since (prune deletes a record with its history) cannot be reconstructed; some "
-                         "that recall returned then may be missing.")
+            notes.append("Records pruned since (prune deletes a record with its history) cannot be reconstructed, and "
+                         "some may have been pruned with no trace kept (before traces began, or longer ago than they "
+                         "are kept): some that recall returned then may be missing.")
         if self.semantic_not_reconstructed:
             notes.append(f"Ranked lexically: the semantic index '{self.semantic_not_reconstructed}' that recall fuses in "
                          "today keeps no vectors of the past.")
@@ -208,13 +274,25 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
     fill_budget(result, iter(ranked.rows), q, load=lambda ids: {pk: records[pk] for pk in ids})
     for item in result.items:
         item.record.last_used_at = None  # not kept in history
+    pruned = [] if _pruned_trace is None else _pruned_trace.active_at(
+        agent=agent, purpose=q.purpose, subject=q.subject, kind_ids=None if kinds is None else [kind.pk for kind in kinds],
+        at=at)
     purge_ages = [kind.purge_after for kind in (kinds if kinds is not None else MemoryKind.objects.all())]
-    may_miss_pruned = bool(purge_ages) and now > at + min(purge_ages)
+    may_miss_pruned = bool(purge_ages) and _untraced_prunes_possible(at + min(purge_ages), now=now)
     active_semantic = SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status=IndexStatus.ACTIVE).first()
     serving_semantic, _ = semantic.serving_semantic(active_semantic)
     return RecallAsOf(result=result, as_of=at, tenant=agent.tenant, agent=agent, withheld=sorted(withheld, key=str),
-                      may_miss_pruned=may_miss_pruned,
+                      pruned=pruned, may_miss_pruned=may_miss_pruned,
                       semantic_not_reconstructed=serving_semantic.name if serving_semantic is not None else None)
+
+
+def _untraced_prunes_possible(earliest_prune: datetime, *, now: datetime) -> bool:
+    """Could a record have been pruned at or after `earliest_prune` without a trace to show for it?
+    Only if that moment has passed and lies before the trace's cover (asked only then)."""
+    if now <= earliest_prune:
+        return False
+    kept_since = _pruned_trace.kept_since(now=now) if _pruned_trace is not None else None
+    return kept_since is None or earliest_prune < kept_since
 
 
 def _timely(row, at: datetime) -> bool:

@@ -8,9 +8,11 @@ that protects the record stops the run with an error. Forgotten records whose fo
 still propagating wait, because propagation finds the artifacts to clean through those links.
 
 Pruning is not a status change, so it writes no history row; it deletes in set-based statements,
-one chunk per transaction. A forgotten subject keeps its content-free `ForgetTombstone`, so a
-restored backup can be recognised and forgotten again. Old JobRun rows and idempotency keys are
-trimmed here too.
+one chunk per transaction. In that transaction, before the history goes, each record leaves a
+content-free `PrunedRecord` (governance.pruned_trace), so that as-of reads can report it as pruned;
+the job deletes those traces after PRUNED_RECORD_TRACE_RETENTION_DAYS. A forgotten subject keeps
+its content-free `ForgetTombstone`, so a restored backup can be recognised and forgotten again. Old
+JobRun rows and idempotency keys are trimmed here too.
 """
 
 import uuid
@@ -23,6 +25,7 @@ from django.db import connections, models, router, transaction
 from django.db.models import Q
 
 from governance.models import ForgetRequest, JobRun
+from governance.pruned_trace import RECORD_FIELDS, trace_expired, trace_pruned
 from memory.models import PURGEABLE_STATUSES, IdempotencyKey, MemoryKind, MemoryRecord
 
 
@@ -32,7 +35,7 @@ class PruneBlocked(RuntimeError):
 
 def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
     counts = Counter({f"pruned_{status}": 0 for status in PURGEABLE_STATUSES})
-    counts.update({"history_rows_deleted": 0, "references_deleted": 0, "references_cleared": 0})
+    counts.update({"history_rows_deleted": 0, "references_deleted": 0, "references_cleared": 0, "traces_written": 0})
     waiting_for_propagation = ForgetRequest.records.through.objects.filter(
         forgetrequest__status=ForgetRequest.Status.PROPAGATING,
     ).values("memoryrecord_id")
@@ -44,14 +47,16 @@ def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
         while True:
             with transaction.atomic():
                 # Rows another transaction holds (a transition in flight) are left for the next run.
-                rows = list(due.select_for_update(skip_locked=True).order_by().values_list("pk", "status")[:batch_size])
+                rows = list(due.select_for_update(skip_locked=True).order_by().values(*RECORD_FIELDS)[:batch_size])
                 if rows:
-                    counts.update(_delete_records([pk for pk, _ in rows]))
-                    counts.update(f"pruned_{status}" for _, status in rows)
+                    counts["traces_written"] += trace_pruned(rows, now=now)  # reads the history about to go
+                    counts.update(_delete_records([row["id"] for row in rows]))
+                    counts.update(f"pruned_{row['status']}" for row in rows)
             if len(rows) < batch_size:
                 break
     counts["job_runs_deleted"] = _trim_job_runs(now=now, batch_size=batch_size)
     counts["idempotency_keys_deleted"] = _trim_idempotency_keys(now=now, batch_size=batch_size)
+    counts["traces_deleted"] = _delete_in_chunks(trace_expired(now=now), batch_size=batch_size)
     return dict(counts)
 
 

@@ -20,7 +20,8 @@ from memory.recall import recall_query
 from memory.validation import CheckedDateTimeField, RecallQuerySerializer, validated
 
 AS_OF_HELP = ("Reviewers only: the state at this moment (ISO 8601 with a zone, not in the future), reconstructed "
-              "from history. Forgotten content is never shown; a record pruned since is 410.")
+              "from history. Forgotten content is never shown; a record pruned since is 410, with `pruned_at` "
+              "when its trace is kept.")
 
 AS_OF_PARAMETER = OpenApiParameter(
     "as_of", OpenApiTypes.DATETIME, OpenApiParameter.QUERY, required=False, description=AS_OF_HELP,
@@ -60,6 +61,11 @@ class MemoryRecordAsOfSerializer(MemoryRecordSerializer):
         return data
 
 
+class PrunedSinceSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    pruned_at = serializers.DateTimeField()
+
+
 class AsOfRecallSerializer(serializers.Serializer):
     time = serializers.DateTimeField(source="as_of")
     tenant = serializers.CharField(source="tenant.slug")
@@ -69,7 +75,11 @@ class AsOfRecallSerializer(serializers.Serializer):
                                           help_text="Records of the scope that were active then (the ranking's collection).")
     withheld = serializers.ListField(child=serializers.UUIDField(),
                                      help_text="Records that were candidates then and are forgotten now: never returned.")
-    may_miss_pruned = serializers.BooleanField(help_text="True when records pruned since could be missing.")
+    pruned = PrunedSinceSerializer(many=True, help_text="Records of the scope that were active then and have been "
+                                                        "pruned since (from their content-free trace): not ranked.")
+    may_miss_pruned = serializers.BooleanField(help_text="True when records pruned since could be missing: pruned "
+                                                         "before their traces were kept, or longer ago than the "
+                                                         "traces are kept.")
     notes = serializers.ListField(child=serializers.CharField(), help_text="How this reconstruction may differ from then.")
 
 

@@ -54,8 +54,10 @@ def problem(*, status: int, code: str, title: str, detail: str, instance: str,
 
 def domain_problem(exc: DomainError, *, instance: str) -> dict:
     """A domain error (a service's refusal) as a problem body."""
-    return problem(status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail, instance=instance,
+    body = problem(status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail, instance=instance,
                    errors=exc.errors)
+    body.update(getattr(exc, "extensions", None) or {})  # extension members, e.g. a pruned record's pruned_at
+    return body
 
 
 def _instance(context) -> str:

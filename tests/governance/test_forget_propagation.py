@@ -26,7 +26,7 @@ from memory.services import memory_promote, memory_supersede
 
 SUBJECT = "customer/erin"
 BUILT_IN_ARTIFACTS = ["search_indexes", "record_content", "history_rows", "idempotency_keys", "dedup_proposals",
-                      "cache", "admin_log", "golden_questions", "revocation_sources", "forget_ledger", "disk", "external_backups", "forget_request"]
+                      "cache", "admin_log", "golden_questions", "revocation_sources", "pruned_trace", "forget_ledger", "disk", "external_backups", "forget_request"]
 
 
 def canary() -> str:
@@ -125,7 +125,7 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     removed = dict(request.receipts.values_list("artifact", "removed"))
     assert removed == {"search_indexes": 0, "record_content": 4, "history_rows": history_rows,
                        "idempotency_keys": 1, "dedup_proposals": 1, "cache": 0, "admin_log": 1,
-                       "golden_questions": 0, "revocation_sources": 0, "forget_ledger": 0, "disk": 0, "external_backups": 0, "forget_request": 1}
+                       "golden_questions": 0, "revocation_sources": 0, "pruned_trace": 0, "forget_ledger": 0, "disk": 0, "external_backups": 0, "forget_request": 1}
     assert run.counts["removed_history_rows"] == history_rows
 
     fingerprints = {subject_fingerprint(tenant.pk, SUBJECT), subject_fingerprint(tenant.pk, "digest/weekly")}
