@@ -51,9 +51,14 @@ def seed_job_schedule(periodic_task_model, interval_model, *, intervals: dict[st
     `overwrite`; returns the jobs it wrote. Takes the models as arguments so a migration can pass its
     historical ones. An interval of 0 (off) keeps the job's default interval, disabled."""
     written = []
-    existing = {row.name: row for row in periodic_task_model.objects.filter(name__in=[entry_name(j) for j in intervals])}
+    # A job's row is found by the task it sends, so a row an admin renamed is still the job's (and
+    # not joined by a second one sending the same task); the row named `job-<name>` first.
+    existing: dict[str, object] = {}
+    rows = periodic_task_model.objects.filter(task__in=[task_name(j) for j in intervals]).order_by("pk")
+    for row in sorted(rows, key=lambda row: row.name != entry_name(job_of_task(row.task) or "")):
+        existing.setdefault(row.task, row)
     for job, seconds in intervals.items():
-        row = existing.get(entry_name(job))
+        row = existing.get(task_name(job))
         if row is not None and job not in overwrite:
             continue
         enabled = bool(seconds) and seconds > 0

@@ -77,6 +77,18 @@ def test_beat_recreates_a_missing_row_and_a_set_variable_pins_its_job(settings):
     assert rows["job-alerts"] == ("governance.tasks.run_alerts", 300, True)  # recreated
 
 
+def test_a_job_row_an_admin_renamed_stays_the_jobs_row(settings):
+    prune = PeriodicTask.objects.get(name=entry_name("prune"))
+    prune.name = "Nightly retention purge"
+    prune.save()
+    settings.JOB_INTERVALS = dict(settings.JOB_INTERVAL_DEFAULTS)
+
+    assert ensure_job_schedule(pinned=set()) == []  # not recreated beside it: the task would be sent twice
+    assert PeriodicTask.objects.filter(task="governance.tasks.run_prune").count() == 1
+    assert ensure_job_schedule(pinned={"prune"}) == ["prune"]  # a pinned variable writes the renamed row
+    assert PeriodicTask.objects.get(task="governance.tasks.run_prune").name == "Nightly retention purge"
+
+
 def test_beat_reads_the_jobs_with_their_expiry_from_the_database():
     entries = JobScheduler(app=celery_app, lazy=True).all_as_schedule()
     assert set(entries) == {entry_name(job) for job in JOBS}
