@@ -32,6 +32,7 @@ reconstructed from the records' django-simple-history rows (every transition wri
   is not reconstructed (the vectors of the past are not kept): the response says so.
 """
 
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -112,15 +113,18 @@ def states_at(rows: QuerySet, at: datetime) -> QuerySet:
 
 
 
-def _tracked_attnames() -> list[str]:
-    return [f.attname for f in history_model()._meta.concrete_fields if not f.name.startswith("history_")]
+@functools.cache
+def _tracked_attnames() -> tuple[str, ...]:
+    # Once: the history manager descriptor builds a manager class on every access.
+    return tuple(f.attname for f in history_model()._meta.concrete_fields if not f.name.startswith("history_"))
 
 
-def record_from_row(row, *, withheld: bool) -> MemoryRecord:
-    """The record as the history row `row` has it (tenant, agent and kind taken from the row's
-    joined rows, so no query). A withheld record keeps no content or provenance strings."""
+def record_from_row(row, *, withheld: bool, agent: Agent | None = None) -> MemoryRecord:
+    """The record as the history row `row` has it (tenant, agent and kind taken from `agent` or the
+    row's joined rows, so no query). A withheld record keeps no content or provenance strings."""
     record = MemoryRecord(**{name: getattr(row, name) for name in _tracked_attnames()})
-    record.tenant, record.agent, record.kind = row.tenant, row.agent, row.kind
+    record.tenant, record.agent = (agent.tenant, agent) if agent is not None else (row.tenant, row.agent)
+    record.kind = row.kind
     if withheld:
         record.content = record.content_hash = ""
         record.source_uri = record.session_id = record.turn_id = record.tool = record.source_version = ""
@@ -257,7 +261,7 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
         rows = rows.filter(kind_id__in=[kind.pk for kind in kinds])
     active = (states_at(rows, at).filter(status=Status.ACTIVE).exclude(history_type=DELETED)
               .annotate(status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]))
-              .select_related("tenant", "agent", "kind"))
+              .select_related("kind"))  # tenant and agent: the agent's, for every row
     collection, withheld = [], []
     for row in active:
         if row.status_now is None:
@@ -269,9 +273,11 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
         collection.append(row)
     index = serving_index(None)
     ranked = rank_rows(index, collection, q.query, now=at, timely=lambda row: _timely(row, at))
-    records = {row.id: record_from_row(row, withheld=False) for row in collection}
+    by_id = {row.id: row for row in collection}
     result = RecallResult(index=index.name, terms=ranked.terms, candidates=len(collection))
-    fill_budget(result, iter(ranked.rows), q, load=lambda ids: {pk: records[pk] for pk in ids})
+    # Records are built for the rows the budget reads (a batch or two), not for the whole collection.
+    fill_budget(result, iter(ranked.rows), q,
+                load=lambda ids: {pk: record_from_row(by_id[pk], withheld=False, agent=agent) for pk in ids})
     for item in result.items:
         item.record.last_used_at = None  # not kept in history
     pruned = [] if _pruned_trace is None else _pruned_trace.active_at(
