@@ -101,5 +101,4 @@ def recall_asof(request: HttpRequest) -> HttpResponse:
 
 
 def _param(moment: datetime | None) -> str:
-    # With microseconds: a link to a record's state at the moment asked must not land before it.
-    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f") if moment else ""
+    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") if moment else ""
