@@ -9,7 +9,9 @@ from django.http import HttpRequest
 
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.services import expected_record_errors, k_errors
-from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt
+from governance.models import (
+    DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt, PrunedRecord,
+)
 from memory.actors import Actor
 from memory.admin import record_link
 
@@ -53,6 +55,17 @@ class ForgetTombstoneAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["tenant"]
     search_fields = ["=subject_fingerprint"]
     list_select_related = ["tenant"]
+
+
+@admin.register(PrunedRecord)
+class PrunedRecordAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """What retention deleted, without content: the trace as-of reads report pruned records from."""
+
+    list_display = ["id", "tenant", "agent", "kind", "purpose", "status", "active_from", "active_until", "pruned_at"]
+    list_filter = ["tenant", "kind", "status"]
+    search_fields = ["=id"]
+    date_hierarchy = "pruned_at"
+    list_select_related = ["tenant", "agent", "agent__tenant", "kind"]
 
 
 class DedupProposalDropInline(ReadOnlyAdminMixin, admin.TabularInline):

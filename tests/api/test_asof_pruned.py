@@ -216,3 +216,24 @@ def test_a_record_that_expired_before_it_was_retired_counts_as_active_only_until
 
     assert PrunedRecord.objects.get(pk=record.pk).active_until == expired_at
     assert recall_as_of(reviewer_client, after_expiry)["as_of"]["pruned"] == []
+
+
+def test_admins_see_the_trace_read_only_in_a_constant_number_of_queries(admin_client, write, reviewer_actor):
+    def prune_some(count: int) -> None:
+        for record in [write(content=f"Confidential remark {i}") for i in range(count)]:
+            memory_retire(record_id=record.pk, expected_version=1, actor=reviewer_actor)
+        prune(now=timezone.now() + purge_time(), batch_size=100)
+
+    def changelist_queries() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            page = admin_client.get("/admin/governance/prunedrecord/")
+        assert page.status_code == 200 and "Confidential remark" not in page.content.decode()
+        return len(queries)
+
+    prune_some(2)
+    few = changelist_queries()
+    prune_some(10)
+    assert changelist_queries() == few and PrunedRecord.objects.count() == 12
+    trace = PrunedRecord.objects.first()
+    assert admin_client.get(f"/admin/governance/prunedrecord/{trace.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/governance/prunedrecord/add/").status_code == 403
