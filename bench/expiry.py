@@ -83,24 +83,34 @@ def measure_expiry(dsn: str, count: int) -> dict:
     """{"count", "app" (seconds, the job run), "floor" (seconds, the plain SQL)}."""
     made = _make_due(dsn, count)
     assert made == count, f"only {made} active or quarantined records to make due (wanted {count})"
+    wal = _wal_position(dsn)
     summary = run_job(dsn, "expire")
+    app_wal = _wal_position(dsn) - wal
     assert summary["status"] == "succeeded" and summary["counts"]["expired"] == count, summary
     app = job_seconds(summary)
-    print(f"expiry: job {app:.1f} s for {count:,}", flush=True)
+    print(f"expiry: job {app:.1f} s for {count:,}, {app_wal / 2**20:,.0f} MiB of WAL", flush=True)
     _check_and_restore(dsn, count, "job:expire")
     _make_due(dsn, count)
     with psycopg.connect(dsn, autocommit=False) as conn:
+        wal = _wal_position(dsn)
         started = time.perf_counter()
         done = conn.execute(FLOOR_SQL).rowcount
         conn.commit()
         floor = time.perf_counter() - started
+        floor_wal = _wal_position(dsn) - wal
     assert done == count, (done, count)
-    print(f"expiry: floor {floor:.1f} s", flush=True)
+    print(f"expiry: floor {floor:.1f} s, {floor_wal / 2**20:,.0f} MiB of WAL", flush=True)
     _check_and_restore(dsn, count, "bench:floor")
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DROP TABLE {DUE_TABLE}")
     _vacuum(dsn)
-    return {"count": count, "app": app, "floor": floor}
+    return {"count": count, "app": app, "floor": floor, "app_wal_mib": app_wal / 2**20, "floor_wal_mib": floor_wal / 2**20}
+
+
+def _wal_position(dsn: str) -> int:
+    """Bytes of WAL written by the server so far (every database's; the benchmark's dominate)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return int(conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')").fetchone()[0])
 
 
 def main() -> None:
