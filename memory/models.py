@@ -345,6 +345,9 @@ class MemoryRecord(models.Model):
             ),
             # quarantine queue: oldest first per tenant
             models.Index(fields=["tenant", "created_at"], condition=Q(status=Status.QUARANTINED), name="memory_quarantine_idx"),
+            # ... and its risk-flagged part (a few rows): counted on every queue page, listed first on request
+            models.Index(fields=["tenant", "created_at"], condition=Q(status=Status.QUARANTINED, risk_flags__gt=""),
+                         name="memory_quarantine_flagged_idx"),
             # drift queue: oldest confirmation first per tenant and kind
             models.Index(fields=["tenant", "kind", "confirmed_at"], condition=Q(status=Status.ACTIVE), name="memory_drift_idx"),
             # expiry job
