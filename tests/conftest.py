@@ -7,14 +7,23 @@ from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.test.utils import override_settings
 
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import Agent, AgentCredential, MemoryKind, Tenant
 from memory.services import memory_write
 
 _counter = itertools.count(1)
+
+# Passwords made in the test process are hashed with a fast hasher: the production default
+# (PBKDF2, 1,000,000 iterations) costs about 0.9 s a hash on a loaded CI core, paid by every
+# reviewer fixture and again by every login through the form. The production hashers stay listed,
+# so a hash a subprocess made (manage.py, seed_demo) still verifies. override_settings sends
+# setting_changed, which clears Django's cached hasher list.
+override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]).enable()
 
 
 def memory_body(**overrides: Any) -> dict:
