@@ -102,10 +102,13 @@ def test_ctrl_c_reaches_each_main_process_not_its_children(tmp_path):
     assert "main stopped (exit status 0)" in output and process.returncode == 0, output
 
 
+# A process that ignores SIGTERM and says when it is up.
+STUBBORN = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('up', flush=True); time.sleep(60)\"")
+
+
 def test_a_process_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_said_so(tmp_path):
-    stubborn = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                "print('up', flush=True); time.sleep(60)\"")
-    process = launch(tmp_path, f"polite: sleep 60\nstubborn: {stubborn}\n", stop_timeout="1")
+    process = launch(tmp_path, f"polite: sleep 60\nstubborn: {STUBBORN}\n", stop_timeout="1")
     wait_until_printed(process, "up")
     started = time.monotonic()
     os.killpg(process.pid, signal.SIGINT)
@@ -137,9 +140,7 @@ def test_a_closed_terminal_stops_every_process(tmp_path):
 
 
 def test_a_second_ctrl_c_kills_what_is_left_at_once(tmp_path):
-    stubborn = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                "print('up', flush=True); time.sleep(60)\"")
-    process = launch(tmp_path, f"stubborn: {stubborn}\n", stop_timeout="60")
+    process = launch(tmp_path, f"stubborn: {STUBBORN}\n", stop_timeout="60")
     wait_until_printed(process, "up")
     started = time.monotonic()
     os.killpg(process.pid, signal.SIGINT)
