@@ -76,10 +76,12 @@ def wait_until_printed(process: subprocess.Popen, text: str, count: int = 1) -> 
 # receives SIGTERM itself (as from a signal to the whole group) says so and exits 9.
 PARENT_AND_CHILD = """
 import os, signal, sys, time
+# The child's handlers are set before the fork: on a loaded machine the parent can print "up" and
+# be told to stop before the child first runs, and SIGUSR1's default action would kill it (-10).
+signal.signal(signal.SIGTERM, lambda *a: (print("child got SIGTERM", flush=True), os._exit(9)))
+signal.signal(signal.SIGUSR1, lambda *a: os._exit(0))
 pid = os.fork()
 if pid == 0:
-    signal.signal(signal.SIGTERM, lambda *a: (print("child got SIGTERM", flush=True), os._exit(9)))
-    signal.signal(signal.SIGUSR1, lambda *a: os._exit(0))
     while True:
         time.sleep(1)
 def stop(*args):
