@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from memory.search.ranking import Ranked, analyse_query, idf, priors
+from memory.search.ranking import Ranked, analyse_query, fts_phrase, idf, priors, term_score
 from memory.search.recipes import ANALYSERS
 from memory.search.storage import doclen_sql
 from memory.search.models import SearchIndex
@@ -54,7 +54,7 @@ def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime,
         for word, weight in weights:
             tf = float(tfs.get((row.history_id, word), 0))
             if tf > 0:
-                lexical += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclens[row.history_id] / avgdl))
+                lexical += term_score(weight, tf, k1=k1, b=b, doclen=doclens[row.history_id], avgdl=avgdl)
         parts = {"lexical": lexical, **priors(row.authority, row.confidence, row.confirmed_at, now)}
         ranking.rows.append(Ranked(record_id=uuid.UUID(str(row.id)), parts=parts, confirmed=row.confirmed_at.timestamp()))
     ranking.rows.sort(key=Ranked.sort_key)
@@ -88,10 +88,6 @@ def _postgres(index, rows, words):
     return doclens, tfs
 
 
-def _fts_phrase(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
-
-
 def _sqlite(index, rows, words):
     """The contents go into a scratch FTS5 table with the index's tokenizer (one per analyser, per
     connection, emptied afterwards) and are matched per word as the index matches them."""
@@ -112,7 +108,7 @@ def _sqlite(index, rows, words):
             for word in words:
                 # tf: the word's marks in highlight(), minus any such character the text holds
                 cursor.execute(f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM temp.{scratch} "
-                               f"WHERE {scratch} MATCH %s", [f"body : {_fts_phrase(word)}"])
+                               f"WHERE {scratch} MATCH %s", [f"body : {fts_phrase(word)}"])
                 for rowid, body, marked in cursor.fetchall():
                     tfs[(rowid, word)] = marked.count("\x01") - body.count("\x01")
         finally:

@@ -25,8 +25,8 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from governance.alerts.selectors import open_alerts
-from governance.review import asof
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
+from governance.review import asof
 from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
 from governance.revocations.models import Revocation

@@ -199,6 +199,11 @@ def _confidence_sql(alias: str) -> str:
 def tf_part_sql(tf: str, doclen: str) -> str:
     """BM25's term-frequency part as SQL (tf > 0); idf comes from Python (`idf()`)."""
     return f"{tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {doclen} / %(avgdl)s))"
+
+
+def term_score(weight: float, tf: float, *, k1: float, b: float, doclen: float, avgdl: float) -> float:
+    """One term's BM25 part in Python (tf > 0): `weight` (its idf) times `tf_part_sql`'s value."""
+    return weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclen / avgdl))
 ORDER_SQL = "ORDER BY lexical + authority + confidence + recency DESC, lexical DESC, confirmed_at DESC, record_id"
 
 
@@ -379,7 +384,7 @@ class _Postgres:
 # SQLite
 
 
-def _fts_phrase(text: str) -> str:
+def fts_phrase(text: str) -> str:
     """A string as one FTS5 phrase: double quotes doubled, so nothing in it is query syntax."""
     return '"' + text.replace('"', '""') + '"'
 
@@ -417,11 +422,11 @@ class _SQLite:
         return list(kept.items())
 
     def _match(self, scope: Scope) -> str:
-        parts = [f"scope : {_fts_phrase(storage.scope_token(scope.tenant_id, scope.agent_id, scope.purpose))}"]
+        parts = [f"scope : {fts_phrase(storage.scope_token(scope.tenant_id, scope.agent_id, scope.purpose))}"]
         if scope.subject is not None:
-            parts.append(f"subj : {_fts_phrase(storage.subject_token(scope.subject))}")
+            parts.append(f"subj : {fts_phrase(storage.subject_token(scope.subject))}")
         if scope.kind_ids is not None:
-            kinds = [f"kind : {_fts_phrase(storage.kind_token(k))}" for k in scope.kind_ids] or [f"kind : {_fts_phrase('none')}"]
+            kinds = [f"kind : {fts_phrase(storage.kind_token(k))}" for k in scope.kind_ids] or [f"kind : {fts_phrase('none')}"]
             parts.append("(" + " OR ".join(kinds) + ")")
         return " AND ".join(parts)
 
@@ -444,7 +449,7 @@ class _SQLite:
         t, match = index.storage_name, self._match(scope)
         counts = " UNION ALL ".join(f"SELECT {i}, count(*) {self._from(t)} %(q{i})s" for i in range(len(words)))
         rows = _rows(f"SELECT * FROM ({counts}) ORDER BY 1",
-                     {f"q{i}": f"{match} AND body : {_fts_phrase(word)}" for i, word in enumerate(words)})
+                     {f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)})
         return [int(count) for _, count in rows]
 
     def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[tuple[str, int]]) -> list[Source]:
@@ -478,13 +483,13 @@ class _SQLite:
             SELECT ranked.* FROM (SELECT {self._select('l.lexical')} FROM lexical l JOIN {t}_doc d ON d.id = l.key) ranked
             {ORDER_SQL} LIMIT %(limit)s"""
         params = _params(index, scope, idfs=json.dumps(idfs), avgdl=stats.avgdl or 1.0, limit=limit,
-                         **{f"q{i}": f"{match} AND body : {_fts_phrase(word)}" for i, word in enumerate(words)})
+                         **{f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)})
         return [_ranked(row) for row in _rows(sql, params)]
 
     def _by_priors(self, index, scope, exclude: list[str], limit: int) -> list[Ranked]:
         t, match = index.storage_name, self._match(scope)
         if exclude:
-            match = f"({match}) NOT (" + " OR ".join(f"body : {_fts_phrase(word)}" for word in exclude) + ")"
+            match = f"({match}) NOT (" + " OR ".join(f"body : {fts_phrase(word)}" for word in exclude) + ")"
         sql = (f"SELECT ranked.* FROM (SELECT {self._select('0.0')} {self._from(t)} %(match)s AND {self.TIME}) ranked "
                f"{ORDER_SQL} LIMIT %(limit)s")
         return [_ranked(row) for row in _rows(sql, _params(index, scope, match=match, limit=limit))]
