@@ -13,7 +13,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from memory import services
 from memory.actors import Actor
 from memory.admin_forms import MemoryKindForm, days_text
-from memory.credentials import forget_cached_credentials
+from memory.credentials import revoke_tokens
 from memory.errors import DomainError
 from memory.models import Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Status, Tenant
 
@@ -47,10 +47,7 @@ class _IssuedTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet) -> None:
-        revoking = queryset.filter(revoked_at__isnull=True)
-        hashes = list(revoking.values_list("token_hash", flat=True))
-        count = revoking.update(revoked_at=timezone.now())
-        forget_cached_credentials(hashes)  # refused at once here, within a second in other processes
+        count = revoke_tokens(queryset, at=timezone.now())  # cached entries dropped: refused at once everywhere
         messages.success(request, f"Revoked {count} token(s).")
 
 

@@ -12,9 +12,11 @@ revoked tokens are never cached: they are looked up every time.
 """
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import QuerySet
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
@@ -48,6 +50,15 @@ def forget_cached_credentials(token_hashes: Iterable[str]) -> None:
     if keys:
         cache.delete_many(keys)
         transaction.on_commit(lambda: cache.delete_many(keys))
+
+
+def revoke_tokens(tokens: QuerySet, *, at: datetime) -> int:
+    """Revoke the unrevoked tokens of `tokens` (agent credentials or reviewer tokens) at `at` and drop
+    their cached entries; returns how many were revoked."""
+    hashes = list(tokens.filter(revoked_at__isnull=True).values_list("token_hash", flat=True))
+    count = tokens.model.objects.filter(token_hash__in=hashes, revoked_at__isnull=True).update(revoked_at=at)
+    forget_cached_credentials(hashes)
+    return count
 
 
 @receiver(post_save, sender=AgentCredential, dispatch_uid="memory-credential-cache-save")

@@ -23,7 +23,7 @@ from simple_history.utils import bulk_create_with_history
 
 from memory import usage
 from memory.actors import Actor
-from memory.credentials import forget_cached_credentials
+from memory.credentials import revoke_tokens
 from memory.errors import Conflict, DomainError, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
 from memory.fingerprints import records_about
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
@@ -888,11 +888,9 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
     with transaction.atomic():
         token_revoked = False
         if kind in ("credential_id", "agent_id"):  # a revoked agent's tokens are revoked with it
-            tokens = AgentCredential.objects.filter(agent__tenant_id=source.tenant_id, revoked_at__isnull=True).filter(
+            tokens = AgentCredential.objects.filter(agent__tenant_id=source.tenant_id).filter(
                 **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id}))
-            hashes = list(tokens.values_list("token_hash", flat=True))
-            token_revoked = bool(AgentCredential.objects.filter(token_hash__in=hashes).update(revoked_at=now))
-            forget_cached_credentials(hashes)
+            token_revoked = bool(revoke_tokens(tokens, at=now))
         direct, derived = revocation_targets(source=source, actor=actor)
         locked = set(_forget_locked([*direct, *derived]))  # one pass in key order; skips forgotten
         moved: dict[bool, list[uuid.UUID]] = {}
