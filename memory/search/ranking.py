@@ -23,13 +23,18 @@ the query can still be returned after the matches, ranked by its priors (and ahe
 whose total is lower); a query without usable terms is ranked by the priors alone.
 
 How the rows are found without scoring the whole scope:
-- PostgreSQL: collection statistics come from the index's statistics table and GIN counts. The
-  terms are taken rarest first (MaxScore): the records containing the rarest term are scored in
-  full, then those containing the next but not the rarer ones, and so on, each step only when the
-  best score still to be found could beat the next row (its bound is the most the remaining terms
-  and the priors can add), so a rare word settles a query after one small step. The records
-  matching no term come newest-confirmed first (an index), yielded once nothing unread can beat
-  them (threshold algorithm). The result is exact; only the amount of work depends on the data.
+- PostgreSQL: N, avgdl and the priors' bound come from the index's statistics table; across a
+  purpose, df(t) and the highest tf of each term from its terms table (a lookup), within a subject
+  or kinds df(t) from GIN counts. A term's bound is its BM25 part at that highest tf. The scope is
+  cut into disjoint sources, each with the most any of its records can score, and a source is read
+  only when the best row in hand no longer beats its bound (threshold algorithm): one source per
+  combination of the rarer query terms (the records containing exactly those), or per term rarest
+  first when there are many (MaxScore), and the records containing none of them, walked
+  newest-confirmed first and scored on the common terms (a term in a quarter of the scope adds
+  little against the priors). So four words that each open a sixth of the scope are settled by the
+  few records holding all four, a rare word by its own records, and a scope of a few hundred
+  records (a subject's) is scored in one statement. The result is exact; only the amount of work
+  depends on the data.
 - SQLite (the embedded default, smaller): every matching record is scored in one statement (FTS5
   matches per term within the scope's tokens; tf counted from `highlight()`), and the rest ranked
   by their priors in another.
@@ -44,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from datetime import timezone as dt_timezone
+from itertools import combinations
 
 from django.db import connection
 
@@ -59,6 +65,9 @@ RECENCY_MAX = 1.0
 PARTS = ("lexical", "authority", "confidence", "recency")
 MAX_QUERY_TERMS = 32
 FIRST_FETCH = 50  # rows a stream reads at first; it reads 4x more each time a consumer goes deeper
+COMMON_SHARE = 0.25  # PostgreSQL: a term in this share of the scope's records is scored by the walk by priors
+SMALL_SCOPE = 500  # PostgreSQL: a scope this small is scored whole, in one statement
+SUBSET_TERMS = 6  # PostgreSQL: up to this many rarer terms, one source per combination of them (else per term)
 
 
 def idf(n: int, df: int) -> float:
@@ -96,6 +105,24 @@ class Statistics:
     records: int  # N
     avgdl: float
     prior_bound: float  # the most the priors can add for any record of the scope
+
+
+@dataclass(frozen=True)
+class Term:
+    """A query term the scope contains: its text, its document frequency, and the highest tf it
+    can have in a record of the scope (None: unknown)."""
+
+    word: str
+    df: int
+    max_tf: int | None = None
+
+
+def term_bound(weight: float, max_tf: int | None, *, k1: float, b: float, avgdl: float) -> float:
+    """The most one term with idf `weight` can add to a record's lexical score: BM25's term part
+    at the highest tf (any tf: k1 + 1) and the shortest record (one word)."""
+    if max_tf is None or avgdl <= 0:
+        return weight * (k1 + 1)
+    return term_score(weight, max_tf, k1=k1, b=b, doclen=1.0, avgdl=avgdl)
 
 
 @dataclass(frozen=True)
@@ -156,11 +183,10 @@ class Ranking:
 
     def __iter__(self) -> Iterator[Ranked]:
         engine = _engine()
-        stats = engine.statistics(self.index, self.scope)
-        self.scope_size = stats.records
         words = [word for _, word in self.analysed]
-        frequencies = engine.document_frequencies(self.index, self.scope, words) if words else []
-        present = [(word, df) for word, df in zip(words, frequencies) if df > 0]
+        stats, terms = engine.collection(self.index, self.scope, words)
+        self.scope_size = stats.records
+        present = [Term(word, df, max_tf) for word, (df, max_tf) in zip(words, terms) if df > 0]
         sources = engine.sources(self.index, self.scope, stats, present)
         yield from merge(sources)
 
@@ -300,46 +326,83 @@ class _Postgres:
         return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
                 f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
 
-    def statistics(self, index: SearchIndex, scope: Scope) -> Statistics:
-        rows = _rows(f"SELECT coalesce(sum(docs), 0), coalesce(sum(words), 0), coalesce(bit_or(authorities), 0), "
-                     f"max(max_confidence) FROM {index.storage_name}_stats s WHERE {self._where(scope, alias='s', timely=False)}",
-                     self._params(index, scope))
-        docs, words, bits, max_confidence = rows[0]
-        authorities = [name for name, bit in storage.AUTHORITY_BITS.items() if int(bits) & bit]
-        return Statistics(records=int(docs), avgdl=(int(words) / int(docs)) if docs else 0.0,
-                          prior_bound=_prior_bound(authorities, max_confidence))
-
-    def document_frequencies(self, index: SearchIndex, scope: Scope, words: list[str]) -> list[int]:
-        """Per term, the scope's active records containing it: GIN counts (scope lexemes AND the term)."""
+    def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int, int | None]]]:
+        """The scope's statistics and, per word, (df, highest tf), in one statement: N, avgdl and
+        the priors' bound from the statistics table; across a purpose df from the terms table,
+        within a subject or kinds a GIN count (scope lexemes AND the term) where the purpose has
+        the term at all; the highest tf is the purpose's, a bound for any narrower scope."""
+        name = index.storage_name
+        narrowed = scope.subject is not None or scope.kind_ids is not None
+        df = (f"CASE WHEN t.docs IS NULL THEN 0 ELSE (SELECT count(*) FROM {name} d WHERE d.vector @@ u.q) END"
+              if narrowed else "coalesce(t.docs, 0)")
         scope_query = self._scope_tsquery(scope)
-        rows = _rows(f"SELECT (SELECT count(*) FROM {index.storage_name} d WHERE d.vector @@ q) "
-                     f"FROM unnest(%(queries)s::tsquery[]) WITH ORDINALITY AS u(q, n) ORDER BY n",
-                     {"queries": [f"{scope_query} & {_tsquery_lexeme(word)}" for word in words]})
-        return [int(count) for (count,) in rows]
+        rows = _rows(
+            f"SELECT st.docs, st.words, st.authorities, st.max_confidence, {df}, t.max_tf "
+            f"FROM (SELECT coalesce(sum(docs), 0) AS docs, coalesce(sum(words), 0) AS words, "
+            f"coalesce(bit_or(authorities), 0) AS authorities, max(max_confidence) AS max_confidence "
+            f"FROM {name}_stats s WHERE {self._where(scope, alias='s', timely=False)}) st "
+            f"LEFT JOIN LATERAL unnest(%(words)s::text[], %(queries)s::tsquery[]) WITH ORDINALITY AS u(w, q, n) ON true "
+            f"LEFT JOIN {name}_terms t ON t.tenant_id = %(tenant)s AND t.agent_id = %(agent)s AND t.purpose = %(purpose)s "
+            f"AND t.lexeme = u.w ORDER BY u.n",
+            self._params(index, scope, words=words, queries=[f"{scope_query} & {_tsquery_lexeme(word)}" for word in words]))
+        docs, total_words, bits, max_confidence = rows[0][:4]
+        authorities = [name for name, bit in storage.AUTHORITY_BITS.items() if int(bits) & bit]
+        stats = Statistics(records=int(docs), avgdl=(int(total_words) / int(docs)) if docs else 0.0,
+                           prior_bound=_prior_bound(authorities, max_confidence))
+        return stats, [(int(count), max_tf) for *_, count, max_tf in rows] if words else []
 
-    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[tuple[str, int]]) -> list[Source]:
-        """One source per term, rarest first: the scope's records containing it and none of the
-        rarer ones; its bound is what it and the commoner terms can add, plus the priors. And the
-        records containing no term, by their priors."""
-        k1 = float(index.recipe["k1"])
-        ordered = sorted(present, key=lambda item: (item[1], item[0]))
-        words = [word for word, _ in ordered]
-        idfs = [idf(stats.records, df) for _, df in ordered]
+    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[Term]) -> list[Source]:
+        """Disjoint sources whose union is the scope, each with the most any of its records can
+        score, opened by `merge` only when needed:
+
+        - The rarer terms (at most SUBSET_TERMS of them): one source per combination of them, the
+          records containing exactly those (of the rarer terms); its bound is what those terms and
+          the common ones can add, plus the priors. Records containing several query terms are
+          found by intersecting postings, and a combination whose bound cannot reach the rows
+          already in hand is never read: when four terms each open a sixth of the scope, the few
+          records holding all four settle the query.
+        - With more rarer terms than that: one source per term, rarest first (MaxScore): the
+          records containing it and none of the rarer ones.
+        - The records containing none of the rarer terms, walked by their priors and scored on
+          the common terms.
+        A scope of at most SMALL_SCOPE records (a subject's, typically) is one source, scored in
+        one statement.
+
+        A term in at least COMMON_SHARE of the scope's records is common: a source of its own
+        would score most of the scope to find a few rows, while what it adds is small against the
+        priors (its idf is low). Whatever the split, the rows and their order are the same; only
+        the work differs."""
+        k1, b, avgdl = float(index.recipe["k1"]), float(index.recipe["b"]), stats.avgdl
+        ordered = sorted(present, key=lambda term: (term.df, term.word))
+        words = [term.word for term in ordered]
+        idfs = [idf(stats.records, term.df) for term in ordered]
+        if stats.records <= SMALL_SCOPE:  # one statement scores them all: cheaper than any choosing
+            return [Source(math.inf, self._step(index, scope, stats, words, idfs, (), ()))]
+        rare = [term for term in ordered if term.df < COMMON_SHARE * stats.records]
+        bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered)]
+        common_bound = sum(bounds[len(rare):])
         sources = []
-        for i in range(len(words)):
-            bound = sum(weight * (k1 + 1) for weight in idfs[i:]) + stats.prior_bound
-            sources.append(Source(bound, self._step(index, scope, stats, words, idfs, i)))
-        sources.append(Source(stats.prior_bound, lambda: self._by_priors(index, scope, stats, words)))
+        if len(rare) <= SUBSET_TERMS:
+            for size in range(1, len(rare) + 1):
+                for include in combinations(range(len(rare)), size):
+                    exclude = [j for j in range(len(rare)) if j not in include]
+                    bound = sum(bounds[j] for j in include) + common_bound + stats.prior_bound
+                    sources.append(Source(bound, self._step(index, scope, stats, words, idfs, include, exclude)))
+        else:
+            for i in range(len(rare)):
+                sources.append(Source(sum(bounds[i:]) + stats.prior_bound,
+                                      self._step(index, scope, stats, words, idfs, [i], range(i))))
+        sources.append(Source(stats.prior_bound + common_bound,
+                              lambda: self._by_priors(index, scope, stats, words, idfs, len(rare), common_bound)))
         return sources
 
-    def _step(self, index, scope, stats, words, idfs, i) -> Callable[[], Iterator[Ranked]]:
-        query = f"{self._scope_tsquery(scope)} & {_tsquery_lexeme(words[i])}"
-        if i:
-            query += f" & !{_any(words[:i])}"
-        # tf of each term read from the record's lexeme -> occurrences map, one column per term
-        counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(len(words)))
-        lexical = " + ".join(f"(CASE WHEN f.t{j} > 0 THEN %(idf{j})s * {tf_part_sql(f'f.t{j}', 'd.doclen')} ELSE 0 END)"
-                             for j in range(len(words)))
+    def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int]) -> Callable[[], Iterator[Ranked]]:
+        """The scope's records containing every term of `include` and none of `exclude` (indexes
+        into `words`), scored on all the words, in rank order."""
+        query = " & ".join([self._scope_tsquery(scope), *(_tsquery_lexeme(words[j]) for j in include)])
+        if exclude:
+            query += f" & !{_any([words[j] for j in exclude])}"
+        counts, lexical = self._lexical(words)
         sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {index.storage_name} d "
                f"CROSS JOIN LATERAL (SELECT {counts}) f WHERE d.vector @@ %(query)s::tsquery AND {self._where(scope)}) "
                f"ranked {ORDER_SQL} LIMIT %(limit)s")
@@ -351,18 +414,31 @@ class _Postgres:
 
         return lambda: paged(fetch)
 
-    def _by_priors(self, index, scope, stats, exclude: list[str]) -> Iterator[Ranked]:
-        """The records containing no query term, best priors first: walked newest-confirmed
-        first, a page at a time; a row is yielded once no unread row (confirmed no later than the
-        last read, so with no more recency) can beat it."""
+    def _lexical(self, words: list[str], first: int = 0) -> tuple[str, str]:
+        """(the columns reading each term's tf from the record's lexeme -> occurrences map, the BM25
+        sum over them) for words[first:], as SQL over `d` and its lateral `f`."""
+        counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(first, len(words))) or "1 AS t"
+        lexical = " + ".join(f"(CASE WHEN f.t{j} > 0 THEN %(idf{j})s * {tf_part_sql(f'f.t{j}', 'd.doclen')} ELSE 0 END)"
+                             for j in range(first, len(words))) or "0.0::float8"
+        return counts, lexical
+
+    def _by_priors(self, index, scope, stats, words, idfs, first: int, lexical_bound: float) -> Iterator[Ranked]:
+        """The records containing none of words[:first], best first: walked newest-confirmed first,
+        a page at a time, each scored in full (words[first:] are the common terms it may contain);
+        a row is yielded once no unread row (confirmed no later than the last read, so with no more
+        recency, and at most `lexical_bound` from the common terms) can beat it."""
         where = self._where(scope)
-        if exclude:
+        if first:
             where += " AND NOT d.vector @@ %(exclude)s::tsquery"
+        counts, lexical = self._lexical(words, first)
         keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s, %(after_id)s)"
-        sql = (f"SELECT {self._select('0.0::float8')}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
+        sql = (f"SELECT {self._select(lexical)}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
+               f"CROSS JOIN LATERAL (SELECT {counts}) f "
                f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
-        params = self._params(index, scope, exclude=_any(exclude) if exclude else None, limit=self.PAGE)
-        static_bound = stats.prior_bound - RECENCY_MAX
+        terms = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
+        params = self._params(index, scope, exclude=_any(words[:first]) if first else None, limit=self.PAGE,
+                              avgdl=stats.avgdl or 1.0, **terms)
+        static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
         pending: list[tuple[tuple, Ranked]] = []
         after = None
         while True:
@@ -437,6 +513,11 @@ class _SQLite:
         return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d')} AS authority, "
                 f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
 
+    def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int, int | None]]]:
+        """The scope's statistics and, per word, (df, None): FTS5 keeps no bound on tf."""
+        frequencies = self.document_frequencies(index, scope, words) if words else []
+        return self.statistics(index, scope), [(df, None) for df in frequencies]
+
     def statistics(self, index: SearchIndex, scope: Scope) -> Statistics:
         t = index.storage_name
         docs, avgdl, max_confidence = _rows(f"SELECT count(*), coalesce(avg(d.doclen), 0.0), max(d.confidence) "
@@ -452,9 +533,9 @@ class _SQLite:
                      {f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)})
         return [int(count) for _, count in rows]
 
-    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[tuple[str, int]]) -> list[Source]:
-        words = [word for word, _ in present]
-        idfs = [idf(stats.records, df) for _, df in present]
+    def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[Term]) -> list[Source]:
+        words = [term.word for term in present]
+        idfs = [idf(stats.records, term.df) for term in present]
         sources = [Source(stats.prior_bound, lambda: paged(lambda limit: self._by_priors(index, scope, words, limit)))]
         if words:
             sources.append(Source(math.inf, lambda: paged(lambda limit: self._matches(index, scope, stats, words, idfs, limit))))

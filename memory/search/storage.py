@@ -13,7 +13,9 @@ as a position-free tsvector plus three scope lexemes ('scope <tenant> <agent> <p
 collides with them) under a GIN index, each lexeme's occurrences as a jsonb map (BM25's tf), and
 B-trees by scope and confirmation time; `<name>_stats` holds the collection statistics per
 (tenant, agent, purpose, subject, kind): records, words, the authorities present and the highest
-confidence, kept by statement triggers. A PL/pgSQL trigger function on the records feeds it all.
+confidence, and `<name>_terms` per (tenant, agent, purpose, term): the records containing the
+term and its highest tf, both kept by statement triggers. A rebuild lays the rows out by scope.
+A PL/pgSQL trigger function on the records feeds it all.
 
 SQLite: a plain table `<name>_doc` (the rows) and an external-content FTS5 table `<name>` over
 its scope, subject, kind and body columns, with the recipe's tokenizer. Scope, subject and kind
@@ -101,7 +103,9 @@ def _pg_create(name: str, recipe: dict) -> None:
             authority varchar(16) NOT NULL, confidence double precision NOT NULL, confirmed_at timestamptz NOT NULL,
             expires_at timestamptz NOT NULL, valid_from timestamptz, valid_to timestamptz,
             doclen integer NOT NULL, tf jsonb NOT NULL, vector tsvector NOT NULL)""",
-        # Collection statistics per scope bucket, kept by statement triggers on the index table.
+        # Collection statistics per scope bucket, and per (scope, term) document frequencies with
+        # the highest term frequency seen, kept by statement triggers on the index table.
+        f"CREATE TABLE {name}_terms ({TERMS_COLUMNS})",
         f"""CREATE TABLE {name}_stats (
             tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL,
             subject varchar(200) NOT NULL, kind_id bigint NOT NULL, docs bigint NOT NULL, words bigint NOT NULL,
@@ -152,42 +156,75 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
 
 def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     """Bring an index built by an earlier version up to the current triggers (migration 0008):
-    statement-level triggers on the records, and statistics triggers that find emptied buckets by join."""
-    for sql in _pg_stats_triggers(name):
-        if sql.startswith("CREATE OR REPLACE FUNCTION"):
-            _execute(sql)
+    statement-level triggers on the records, and statistics triggers that find emptied buckets by
+    join (with the terms table they keep, `pg_add_terms`)."""
+    pg_add_terms(name)
     _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")
     for sql in _pg_record_triggers(name, recipe):
         _execute(sql)
 
 
+def pg_add_terms(name: str) -> None:
+    """Give an index built by an earlier version its terms table (migration 0012), filled from the
+    index's rows and then kept by the statistics triggers (replaced here), and its GIN index
+    without a pending list. Does nothing twice."""
+    if not storage_exists(f"{name}_terms"):
+        term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
+        _execute(f"CREATE TABLE {name}_terms ({TERMS_COLUMNS})")
+        _execute(f"LOCK TABLE {name} IN SHARE MODE")  # no write between the fill and the new triggers
+        _execute(f"INSERT INTO {name}_terms ({term_keys}, docs, max_tf) SELECT {', '.join(TERM_SCOPE)}, t.key, "
+                 f"count(*), max(t.value::integer) FROM {name} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY 1, 2, 3, 4")
+    for sql in _pg_stats_triggers(name):
+        if sql.startswith("CREATE OR REPLACE FUNCTION"):
+            _execute(sql)
+    _execute(f"ALTER INDEX IF EXISTS {name}_vector SET (fastupdate = off)")
+
+
 # Authorities present in a bucket, as bits (a bound for the priors; a bit is never cleared).
 AUTHORITY_BITS = {"operator": 1, "user": 2, "third_party": 4, "agent": 8}
 BUCKET = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")
+# Per scope (tenant, agent, purpose) and term: the records containing it (BM25's df for recall
+# across a purpose, a lookup instead of a count) and the highest tf seen (a bound for the
+# ranking; like the authority bits, it is never lowered). No subject: a scope's terms are its
+# records' words, and a term goes with the last record containing it.
+TERM_SCOPE = ("tenant_id", "agent_id", "purpose")
+TERMS_COLUMNS = ("tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL, lexeme text NOT NULL, "
+                 "docs bigint NOT NULL, max_tf integer NOT NULL, PRIMARY KEY (tenant_id, agent_id, purpose, lexeme)")
 
 
 def _pg_stats_triggers(name: str) -> list[str]:
     """Statement-level triggers on the index table that keep `<name>_stats` (records, words, the
-    authorities present and the highest confidence per bucket) in step, one aggregated statement
-    per change, so a bulk load costs one upsert per bucket."""
+    authorities present and the highest confidence per bucket) and `<name>_terms` in step, one
+    aggregated statement per change and table, so a bulk load costs one upsert per bucket and term."""
     keys = ", ".join(BUCKET)
     bits = " ".join(f"WHEN '{a}' THEN {bit}" for a, bit in AUTHORITY_BITS.items())
-    match = " AND ".join(f"s.{k} = o.{k}" for k in BUCKET)
     added = (f"INSERT INTO {name}_stats AS s ({keys}, docs, words, authorities, max_confidence) "
              f"SELECT {keys}, count(*), sum(doclen), bit_or(CASE authority {bits} ELSE 0 END)::smallint, max(confidence) "
              f"FROM new_rows GROUP BY {keys} ORDER BY {keys} "
              f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
              f"authorities = s.authorities | EXCLUDED.authorities, "
              f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
+    term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
+    per_term = (f"SELECT {', '.join(TERM_SCOPE)}, t.key AS lexeme, count(*) AS docs, max(t.value::integer) AS max_tf "
+                f"FROM {{rows}} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY {term_keys}")
+    added += (f"\nINSERT INTO {name}_terms AS s ({term_keys}, docs, max_tf) {per_term.format(rows='new_rows')} "
+              f"ORDER BY {term_keys} ON CONFLICT ({term_keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, "
+              f"max_tf = greatest(s.max_tf, EXCLUDED.max_tf);")
     # A bucket left empty is deleted, since its key names a subject (personal data, which forget
-    # must not leave behind); the next record of that scope recreates it.
+    # must not leave behind); the next record of that scope recreates it. Likewise a term no
+    # record of its scope contains any more.
     # Buckets the change empties are deleted first, then the others decremented: each a join of
     # the aggregated transition table with the buckets (filtering buckets by `docs <= 0` instead
     # was planned as a nested loop over every bucket, minutes for a large expiry).
-    gone = f"(SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}) o"
-    removed = (f"DELETE FROM {name}_stats s USING {gone} WHERE {match} AND s.docs <= o.docs;\n"
-               f"UPDATE {name}_stats s SET docs = s.docs - o.docs, words = s.words - o.words FROM {gone} WHERE {match};")
-    body = {"add": added, "remove": removed, "change": removed + "\n" + added}
+    removed = []
+    for table, columns, aggregate in (("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
+                                      ("terms", (*TERM_SCOPE, "lexeme"), per_term.format(rows="old_rows"))):
+        match = " AND ".join(f"s.{k} = o.{k}" for k in columns)
+        words = ", words = s.words - o.words" if table == "stats" else ""
+        removed.append(f"WITH o AS MATERIALIZED ({aggregate}), "
+                       f"emptied AS (DELETE FROM {name}_{table} s USING o WHERE {match} AND s.docs <= o.docs) "
+                       f"UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM o WHERE {match} AND s.docs > o.docs;")
+    body = {"add": added, "remove": "\n".join(removed), "change": "\n".join(removed) + "\n" + added}
     sql = []
     for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
                                       "remove": ("DELETE", "OLD TABLE AS old_rows"),
@@ -207,8 +244,10 @@ def _pg_fill(name: str, recipe: dict) -> int:
     config = _analyser(recipe, "postgresql")
     columns = ", ".join(PG_COLUMNS)
     with transaction.atomic():
+        # In scope order, so that a scope's rows share pages: recall across a purpose reads them together.
         _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
-                 f"WHERE r.status = 'active' ON CONFLICT (record_id) DO NOTHING")
+                 f"WHERE r.status = 'active' ORDER BY r.tenant_id, r.agent_id, r.purpose, r.subject "
+                 f"ON CONFLICT (record_id) DO NOTHING")
     with transaction.atomic():
         _execute(f"LOCK TABLE {RECORDS} IN SHARE MODE")
     with transaction.atomic():
@@ -220,7 +259,9 @@ def _pg_fill(name: str, recipe: dict) -> int:
     # Secondary indexes are built after the load (much faster than row by row); concurrently when
     # we may, so the triggers' inserts (every write of a record) do not wait for them.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
-    _execute(f"CREATE INDEX {concurrently}{name}_vector ON {name} USING gin (vector)")
+    # No pending list (fastupdate): with one, every search also reads every entry inserted since the
+    # last vacuum, a few megabytes, which cost recall more than the inserts gain.
+    _execute(f"CREATE INDEX {concurrently}{name}_vector ON {name} USING gin (vector) WITH (fastupdate = off)")
     # The ranking by the priors alone walks these newest-confirmed first (memory.search.ranking).
     _execute(f"CREATE INDEX {concurrently}{name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, "
              f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
@@ -231,6 +272,7 @@ def _pg_fill(name: str, recipe: dict) -> int:
     analyse = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
     _execute(f"{analyse} {name}")
     _execute(f"{analyse} {name}_stats")
+    _execute(f"{analyse} {name}_terms")
     return count_rows(name)
 
 
@@ -238,6 +280,7 @@ def _pg_drop(name: str) -> None:
     _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")  # its three triggers on the records go with it
     _execute(f"DROP TABLE IF EXISTS {name}")  # and its statistics triggers with the table
     _execute(f"DROP TABLE IF EXISTS {name}_stats")
+    _execute(f"DROP TABLE IF EXISTS {name}_terms")
     for event in ("add", "remove", "change"):
         _execute(f"DROP FUNCTION IF EXISTS {name}_stats_{event}()")
 
@@ -375,6 +418,7 @@ def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
         # A statistics bucket left empty still names its subject in clear: it goes too (the next
         # record of that scope recreates it).
         _execute(f"DELETE FROM {name}_stats WHERE docs <= 0")
+        _execute(f"DELETE FROM {name}_terms WHERE docs <= 0")
         return removed
     hex_ids = json.dumps([uuid.UUID(str(pk)).hex for pk in record_ids])
     removed = _execute(f"DELETE FROM {name}_doc WHERE record_id IN (SELECT value FROM json_each(%s))", [hex_ids])

@@ -18,6 +18,7 @@ from memory.search import active_index, gates, register_promotion_gate, storage
 from memory.search.build import build_and_promote, ensure_active_index, repair_storage, request_rebuild
 from memory.search.models import IndexStatus, SearchIndex
 from memory.search.recipes import lexical_recipe
+from memory.services import memory_retire
 from memory.tasks import build_search_index
 
 pytestmark = pytest.mark.django_db
@@ -219,6 +220,46 @@ def test_the_forget_artifact_purges_leftover_entries_from_every_index(write, rev
     removed, note = SearchIndexesArtifact().purge(request, [record.pk])
     assert removed == 2 and f"{candidate.name}: 1" in note
     assert all(_storage_rows(index) == 0 for index in (active_index(), candidate))
+
+
+def _terms(name: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tenant_id, agent_id, purpose, lexeme, docs, max_tf FROM {name}_terms")
+        return {row[:4]: row[4:] for row in cursor.fetchall()}
+
+
+def _terms_recounted(name: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tenant_id, agent_id, purpose, t.key, count(*), max(t.value::integer) FROM {name} "
+                       f"CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY 1, 2, 3, 4")
+        return {row[:4]: row[4:] for row in cursor.fetchall()}
+
+
+def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_subjects_words(write, tenant, reviewer_actor):
+    if connection.vendor != "postgresql":
+        pytest.skip("the terms table is PostgreSQL's (SQLite counts with FTS5)")
+    name = active_index().storage_name
+    write(content="Roadtrip roadtrip roadtrip along the coast.", subject="customer/ann")
+    second = write(content="A roadtrip to the office.", subject="customer/bob")
+    write(content="Zanzibarian roadtrip plans.", subject="customer/erin")
+    terms = _terms(name)
+    assert terms == _terms_recounted(name)
+    scope = (second.tenant_id, second.agent_id, "support")
+    assert terms[(*scope, "roadtrip")] == (3, 3) and terms[(*scope, "offic")] == (1, 1)
+    memory_retire(record_id=second.pk, expected_version=second.version, actor=reviewer_actor)
+    assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # the highest tf is a bound: never lowered
+    forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/erin", reason="erasure")
+    terms = _terms(name)
+    assert (*scope, "zanzibarian") not in terms and (*scope, "offic") not in terms  # no record holds them now
+    assert {key: docs for key, (docs, _) in terms.items()} == {key: docs for key, (docs, _) in _terms_recounted(name).items()}
+    # An index built before the table existed gets it from migration 0012 (storage.pg_add_terms).
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {name}_terms")
+    storage.pg_add_terms(name)
+    storage.pg_add_terms(name)  # twice changes nothing
+    assert _terms(name) == _terms_recounted(name)
+    write(content="Another roadtrip.", subject="customer/ann")
+    assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # refilled from the rows there (ann's), then kept in step
 
 
 # --------------------------------------------------------------------------------------------
