@@ -45,9 +45,10 @@ from django.db import transaction
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from governance.models import DedupProposal, ForgetRequest, ForgetTombstone, PropagationReceipt
+from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt
 from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
 from memory.models import IdempotencyKey, MemoryRecord, Status
+from memory.services import record_id_set
 
 logger = logging.getLogger("governance.forgetting")
 
@@ -123,7 +124,7 @@ class RecordContentArtifact:
         # set-based update without history is right; the history rows are scrubbed separately.
         if not record_ids:
             return 0, self._note
-        forgotten = MemoryRecord.objects.filter(pk__in=record_ids, status=Status.FORGOTTEN)
+        forgotten = MemoryRecord.objects.filter(pk__in=record_id_set(record_ids), status=Status.FORGOTTEN)
         return scrub_rows(forgotten, blank=("content", *PROVENANCE_STRING_FIELDS)), self._note
 
     _note = ("Content and provenance strings (source URI, session, turn, tool, source version) blanked on the "
@@ -147,7 +148,7 @@ class HistoryRowsArtifact:
     def purge(self, request, record_ids):
         if not record_ids:
             return 0, self._note
-        rows = _history_model().objects.filter(id__in=record_ids)
+        rows = _history_model().objects.filter(id__in=record_id_set(record_ids))
         return scrub_rows(rows, blank=("content", "history_note", *PROVENANCE_STRING_FIELDS)), self._note
 
     _note = ("Content, provenance strings and reviewer notes blanked in every historical row, subject replaced by "
@@ -162,7 +163,7 @@ class IdempotencyKeysArtifact:
     covers = ("memory.IdempotencyKey",)
 
     def purge(self, request, record_ids):
-        removed = IdempotencyKey.objects.filter(record_id__in=record_ids).delete()[0] if record_ids else 0
+        removed = IdempotencyKey.objects.filter(record_id__in=record_id_set(record_ids)).delete()[0] if record_ids else 0
         return removed, "Stored idempotent write results (and the body hash they keep) deleted."
 
 
@@ -190,11 +191,11 @@ class DedupProposalsArtifact:
     def purge(self, request, record_ids):
         if not record_ids:
             return 0, self._note
-        involved = (
-            DedupProposal.objects.filter(Q(keep_id__in=record_ids) | Q(drops__record_id__in=record_ids))
-            .values_list("pk", flat=True).distinct()
+        involved = DedupProposal.objects.filter(
+            Q(keep_id__in=record_id_set(record_ids))
+            | Q(pk__in=DedupProposalDrop.objects.filter(record_id__in=record_id_set(record_ids)).values("proposal_id"))
         )
-        return scrub_rows(DedupProposal.objects.filter(pk__in=list(involved)), blank=("decision_note",)), self._note
+        return scrub_rows(involved, blank=("decision_note",)), self._note
 
     _note = ("Reviewer decision notes blanked on dedup proposals involving the records, subject replaced by its "
              "keyed fingerprint; decisions kept.")
@@ -353,20 +354,22 @@ def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
 def _purge_chunk(request: ForgetRequest, record_ids: list[uuid.UUID], artifacts: Sequence[ForgetArtifact]) -> dict[str, int]:
     removed: dict[str, int] = {}
     with transaction.atomic():
+        # Locked, so the counts read here are current: every receipt is written back in one
+        # statement (and the missing ones created in one) rather than one per artifact.
         receipts = {r.artifact: r for r in PropagationReceipt.objects.select_for_update().filter(forget_request=request)}
+        new: list[PropagationReceipt] = []
         for artifact in artifacts:
             count, note = artifact.purge(request, record_ids)
-            now = timezone.now()
             removed[artifact.name] = count
             receipt = receipts.get(artifact.name)
             if receipt is None:
-                PropagationReceipt.objects.create(
-                    forget_request=request, artifact=artifact.name, removed=count, completed_at=now, note=note[:500],
-                )
-            else:
-                PropagationReceipt.objects.filter(pk=receipt.pk).update(
-                    removed=F("removed") + count, completed_at=now, note=note[:500],
-                )
+                receipt = PropagationReceipt(forget_request=request, artifact=artifact.name, removed=0)
+                new.append(receipt)
+            receipt.removed += count
+            receipt.completed_at, receipt.note = timezone.now(), note[:500]
+        PropagationReceipt.objects.bulk_create(new)
+        PropagationReceipt.objects.bulk_update([r for r in receipts.values() if r.artifact in removed],
+                                               ["removed", "completed_at", "note"])
     return removed
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from django.conf import settings
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
@@ -740,7 +741,11 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
     erasure request); an agent only within its own records, since its token fixes the agent. Recall
     excludes them as soon as this commits; content is removed from storage by forget propagation.
     Records already forgotten, whose subject propagation replaced by its keyed fingerprint, match
-    too (`memory.fingerprints.records_about`) and count as nothing left to forget."""
+    too (`memory.fingerprints.records_about`) and count as nothing left to forget.
+
+    Set-based whatever the number of records: the ids travel to the database as one parameter
+    (`record_id_set`), and on PostgreSQL each of the two transitions is one statement (records and
+    history rows together, as the expire job moves a batch)."""
     if not actor.may_access_tenant(tenant_id):
         raise RecordNotFound("No such tenant in your scope.")
     if actor.is_agent and not actor.credential.can_forget:
@@ -753,27 +758,42 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
         lineage: set[uuid.UUID] = set()
         frontier = direct
         while frontier:  # derived records of derived records, too
-            frontier = set(pending.filter(derived_from__in=frontier).values_list("pk", flat=True)) - direct - lineage
+            frontier = (set(pending.filter(derived_from__in=record_id_set(frontier)).values_list("pk", flat=True))
+                        - direct - lineage)
             lineage |= frontier
         locked = _forget_locked(direct | lineage)
         subject_ids = [pk for pk in locked if pk in direct]
         lineage_ids = [pk for pk in locked if pk not in direct]
+        in_place = connections[router.db_for_write(MemoryRecord)].vendor == "postgresql"
         for ids, transition in ((subject_ids, "forget"), (lineage_ids, "forget_lineage")):
-            for start in range(0, len(ids), 1000):
-                _bulk_transition(ids[start:start + 1000], target=Status.FORGOTTEN, now=now, actor=actor,
-                                 reason=f"{actor.channel}.{transition}", note=reason)
+            if not ids:
+                continue
+            how = {"target": Status.FORGOTTEN, "now": now, "actor": actor, "note": reason,
+                   "reason": f"{actor.channel}.{transition}"}
+            if in_place:
+                _bulk_transition_in_place(MemoryRecord.objects.filter(pk__in=record_id_set(ids)).values("pk"), **how)
+            else:  # SQLite: `_bulk_transition` binds a parameter per id, so in chunks
+                for start in range(0, len(ids), 1000):
+                    _bulk_transition(ids[start:start + 1000], **how)
     return ForgetOutcome(record_ids=subject_ids + lineage_ids, subject_count=len(subject_ids), lineage_count=len(lineage_ids))
 
 
 def _forget_locked(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
     """Lock every record to forget, the subject's and their derivatives together, in one pass in
     primary-key order (the order of every multi-row lock), and return those not forgotten meanwhile."""
-    ordered = sorted(ids)
-    locked: list[uuid.UUID] = []
-    for start in range(0, len(ordered), 1000):
-        locked.extend(MemoryRecord.objects.select_for_update().filter(pk__in=ordered[start:start + 1000])
-                      .exclude(status=Status.FORGOTTEN).order_by("pk").values_list("pk", flat=True))
-    return locked
+    return list(MemoryRecord.objects.select_for_update().filter(pk__in=record_id_set(ids))
+                .exclude(status=Status.FORGOTTEN).order_by("pk").values_list("pk", flat=True))
+
+
+def record_id_set(ids: Iterable[uuid.UUID]) -> RawSQL:
+    """Record ids as a subquery over a single parameter, for `pk__in=` (or `record_id__in=`): a
+    uuid[] literal on PostgreSQL, a JSON list on SQLite, written as one string. 10,000 ids then
+    make one short statement, where a list of ids makes a placeholder each for Django to compile
+    and the driver to quote, which cost a 10,000-record forget more than its updates did."""
+    hexes = [pk.hex if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)).hex for pk in ids]
+    if connections[router.db_for_write(MemoryRecord)].vendor == "postgresql":
+        return RawSQL("SELECT unnest(%s::uuid[])", ("{" + ",".join(hexes) + "}",))
+    return RawSQL("SELECT value FROM json_each(%s)", (json.dumps(hexes),))
 
 
 # --------------------------------------------------------------------------------------------

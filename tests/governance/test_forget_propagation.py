@@ -12,6 +12,7 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from governance import forgetting
 from governance.forgetting import (
@@ -166,6 +167,37 @@ def test_running_propagation_again_does_no_harm(tenant, write, reviewer_actor):
     assert list(request.receipts.values_list("artifact", "removed", "completed_at")) == receipts
     request.refresh_from_db()
     assert propagate_forget_request(request).completed is False  # a completed request is left alone
+
+
+def _copies(record: MemoryRecord, count: int) -> list[MemoryRecord]:
+    """`count` plain rows like `record` (a factory: writing them one by one would take long)."""
+    fields = [f.attname for f in MemoryRecord._meta.concrete_fields if f.attname != "id"]
+    return MemoryRecord.objects.bulk_create(
+        [MemoryRecord(id=uuid.uuid4(), **{name: getattr(record, name) for name in fields}) for _ in range(count)]
+    )
+
+
+@pytest.mark.django_db
+def test_forgetting_more_records_than_a_batch_is_set_based_with_one_history_row_each(tenant, write, reviewer_actor):
+    few = write(subject="customer/few")
+    _copies(few, 1)
+    many = write(subject=SUBJECT, content="Lives at 1 Main Street.")
+    ids = {many.pk, *(copy.pk for copy in _copies(many, 1100))}
+    with CaptureQueriesContext(connection) as small:
+        forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/few")
+    with CaptureQueriesContext(connection) as large:
+        request = forget_request_create(actor=reviewer_actor, tenant=tenant, subject=SUBJECT, reason="erasure #7")
+    if connection.vendor == "postgresql":  # SQLite binds a parameter per id, so it moves them in chunks
+        assert len(large) == len(small)
+    assert (request.affected, request.records.count()) == (1101, 1101)
+    assert not MemoryRecord.objects.filter(pk__in=ids).exclude(status=Status.FORGOTTEN).exists()
+    forgets = MemoryRecord.history.filter(id__in=ids, history_change_reason="review.forget", history_note="erasure #7")
+    assert forgets.count() == forgets.values("id").distinct().count() == 1101
+    run_job("propagate_forgets", batch_size=500)
+    assert not MemoryRecord.objects.filter(pk__in=ids).exclude(content="").exists()
+    assert not MemoryRecord.history.filter(id__in=ids).exclude(content="").exists()
+    assert not MemoryRecord.history.filter(id__in=ids, subject=SUBJECT).exists()
+    assert dict(request.receipts.values_list("artifact", "removed"))["record_content"] == 1101
 
 
 @pytest.mark.django_db
