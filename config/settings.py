@@ -282,6 +282,7 @@ JOB_INTERVAL_DEFAULTS = {
     "golden_recall": 86400,  # every tenant's golden set on the active index
     "disk_rewrite": 3600,  # tables forgets touched, rewritten once per batch
     "alerts": 300,  # queue alerts and, once a day, the reviewers' digests
+    "sweep_indexes": 300,  # search-index entries of records expired in time (governance.jobs.sweep_indexes)
 }
 JOB_INTERVAL_VARIABLES = {name: f"JOB_{name.upper()}_INTERVAL" for name in JOB_INTERVAL_DEFAULTS}
 JOB_INTERVALS = {name: env_float(JOB_INTERVAL_VARIABLES[name], default) for name, default in JOB_INTERVAL_DEFAULTS.items()}

@@ -47,3 +47,9 @@ def run_disk_rewrite(trigger: str = "beat") -> dict:
 def run_alerts(trigger: str = "beat") -> dict:
     # Every few minutes: queue alerts (one email per episode) and, once a day, each reviewer's digest.
     return job_run_summary(run_job("alerts", trigger=trigger))
+
+
+@shared_task(name="governance.tasks.run_sweep_indexes")
+def run_sweep_indexes(trigger: str = "beat") -> dict:
+    # Search-index entries the expire job left (records expired in time), deleted in batches.
+    return job_run_summary(run_job("sweep_indexes", trigger=trigger))

@@ -23,6 +23,7 @@ JOBS: dict[str, str] = {
     "golden_recall": "governance.golden.jobs.golden_recall",
     "disk_rewrite": "governance.jobs.disk_rewrite.disk_rewrite",
     "alerts": "governance.alerts.jobs.alerts",
+    "sweep_indexes": "governance.jobs.sweep_indexes.sweep_indexes",
 }
 
 

@@ -1,6 +1,8 @@
-"""Every PostgreSQL lexical index gets its terms table (per scope and term: the records containing
-it and its highest tf; `memory.search.storage.pg_add_terms`), filled from its rows, and a GIN index
-without a pending list. New and rebuilt indexes have both from the start; SQLite has nothing to do."""
+"""Every PostgreSQL lexical index is brought up to the current storage
+(`memory.search.storage.pg_upgrade_triggers`): its terms table (per scope and term: the records
+containing it and its highest tf), filled from its rows; triggers that leave the entries of records
+expired in time to the sweep (`sweep_expired`), with the index it reads; a GIN index without a
+pending list. New and rebuilt indexes have all that from the start; SQLite has nothing to do."""
 
 from django.db import migrations
 
@@ -13,7 +15,7 @@ def add_terms(apps, schema_editor):
     for index in apps.get_model("memory", "SearchIndex").objects.filter(kind="lexical"):
         name = storage.storage_name("lexical", index.pk)
         if storage.storage_exists(name):
-            storage.pg_add_terms(name)
+            storage.pg_upgrade_triggers(name, index.recipe)
 
 
 class Migration(migrations.Migration):

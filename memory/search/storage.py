@@ -128,7 +128,14 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
     # The rows whose watched fields an UPDATE changed, found with EXCEPT (hashed) rather than by
     # joining the transition tables, which have no statistics and would be joined by a nested loop.
     watched = ", ".join(("id", *WATCHED))
-    left = f"SELECT id FROM (SELECT {watched} FROM old_rows WHERE status = 'active' EXCEPT SELECT {watched} FROM new_rows) o"
+    # A record that expires because its time is up keeps its entry, which no recall can return any
+    # more (recall reads only entries with expires_at after its moment, and the entry's is past),
+    # until `sweep_expired` deletes it with others: the expire job then touches no index page. Any
+    # other change of such a record (forget, prune) removes the entry at once.
+    left = (f"SELECT id FROM (SELECT {watched} FROM old_rows WHERE status IN ('active', 'expired') "
+            f"EXCEPT SELECT {watched} FROM new_rows) o "
+            f"EXCEPT (SELECT id FROM new_rows WHERE status = 'expired' AND expires_at <= statement_timestamp() "
+            f"INTERSECT SELECT id FROM old_rows WHERE status = 'active' AND expires_at <= statement_timestamp())")
     entered = f"(SELECT {watched} FROM new_rows WHERE status = 'active' EXCEPT SELECT {watched} FROM old_rows)"
     return [
         f"""CREATE FUNCTION {name}_sync() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -137,7 +144,7 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
                 INSERT INTO {name} ({columns}) {_pg_select('n', config, source='new_rows')}
                 WHERE n.status = 'active' ON CONFLICT (record_id) DO UPDATE SET {upsert};
               ELSIF TG_OP = 'DELETE' THEN
-                DELETE FROM {name} WHERE record_id IN (SELECT id FROM old_rows WHERE status = 'active');
+                DELETE FROM {name} WHERE record_id IN (SELECT id FROM old_rows WHERE status IN ('active', 'expired'));
               ELSE
                 DELETE FROM {name} WHERE record_id IN ({left});
                 INSERT INTO {name} ({columns}) {_pg_select('n', config, source=entered)}
@@ -155,18 +162,10 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
 
 
 def pg_upgrade_triggers(name: str, recipe: dict) -> None:
-    """Bring an index built by an earlier version up to the current triggers (migration 0008):
-    statement-level triggers on the records, and statistics triggers that find emptied buckets by
-    join (with the terms table they keep, `pg_add_terms`)."""
-    pg_add_terms(name)
-    _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")
-    for sql in _pg_record_triggers(name, recipe):
-        _execute(sql)
-
-
-def pg_add_terms(name: str) -> None:
-    """Give an index built by an earlier version its terms table (migration 0012), filled from the
-    index's rows and then kept by the statistics triggers (replaced here), and its GIN index
+    """Bring an index built by an earlier version up to the current storage (migrations 0008 and
+    0012): its terms table, filled from its rows, and the sweep's expiry index; the statistics
+    triggers that keep the terms and find emptied buckets by join; statement-level triggers on
+    the records that leave the entries of records expired in time to the sweep; a GIN index
     without a pending list. Does nothing twice."""
     if not storage_exists(f"{name}_terms"):
         term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
@@ -177,6 +176,10 @@ def pg_add_terms(name: str) -> None:
     for sql in _pg_stats_triggers(name):
         if sql.startswith("CREATE OR REPLACE FUNCTION"):
             _execute(sql)
+    _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")
+    for sql in _pg_record_triggers(name, recipe):
+        _execute(sql)
+    _execute(f"CREATE INDEX IF NOT EXISTS {name}_expiry ON {name} (expires_at)")
     _execute(f"ALTER INDEX IF EXISTS {name}_vector SET (fastupdate = off)")
 
 
@@ -267,6 +270,7 @@ def _pg_fill(name: str, recipe: dict) -> int:
              f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
     _execute(f"CREATE INDEX {concurrently}{name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, "
              f"confirmed_at DESC, record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
+    _execute(f"CREATE INDEX {concurrently}{name}_expiry ON {name} (expires_at)")  # sweep_expired
     # VACUUM sets the visibility map, so counts read the GIN index without visiting the rows; it
     # cannot run inside a transaction (a migration, a test), where ANALYZE alone has to do.
     analyse = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
@@ -424,6 +428,22 @@ def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
     removed = _execute(f"DELETE FROM {name}_doc WHERE record_id IN (SELECT value FROM json_each(%s))", [hex_ids])
     _execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
     return removed
+
+
+def sweep_expired(name: str, *, now, batch_size: int) -> int:
+    """Delete the entries of records whose time was up at `now` (the expire job leaves them; no
+    recall can return them), `batch_size` per transaction; returns how many went. SQLite's
+    triggers delete them at once: nothing to do there."""
+    if connection.vendor != "postgresql":
+        return 0
+    removed = 0
+    while True:
+        with transaction.atomic():
+            done = _execute(f"DELETE FROM {name} WHERE record_id IN "
+                            f"(SELECT record_id FROM {name} WHERE expires_at <= %s LIMIT %s)", [now, batch_size])
+        removed += done
+        if done < batch_size:
+            return removed
 
 
 def storage_names_present() -> set[str]:

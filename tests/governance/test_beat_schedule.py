@@ -44,6 +44,7 @@ def test_the_migration_seeds_one_enabled_row_per_job_from_todays_defaults(settin
         "job-golden_recall": ("governance.tasks.run_golden_recall", 86400, True),
         "job-disk_rewrite": ("governance.tasks.run_disk_rewrite", 3600, True),
         "job-alerts": ("governance.tasks.run_alerts", 300, True),
+        "job-sweep_indexes": ("governance.tasks.run_sweep_indexes", 300, True),
     }
     assert all(IntervalSchedule.objects.get(every=every).period == "seconds" for _, every, _ in schedule_rows().values())
     assert scheduled_intervals() == {job: float(seconds) for job, seconds in settings.JOB_INTERVAL_DEFAULTS.items()}

@@ -2,15 +2,18 @@
 promotion gates, the rebuild command and task, forget propagation, the reviewers' index list."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from governance.forgetting import propagate_forget_request
 from governance.search_artifacts import SearchIndexesArtifact
 from governance.services import forget_request_create
+from memory.actors import Actor
 from memory.errors import Conflict, ValidationFailed
 from memory.models import MemoryRecord, ReviewerToken, Status
 from memory.recall import RecallQuery, recall
@@ -18,7 +21,7 @@ from memory.search import active_index, gates, register_promotion_gate, storage
 from memory.search.build import build_and_promote, ensure_active_index, repair_storage, request_rebuild
 from memory.search.models import IndexStatus, SearchIndex
 from memory.search.recipes import lexical_recipe
-from memory.services import memory_retire
+from memory.services import memory_expire_due, memory_retire
 from memory.tasks import build_search_index
 
 pytestmark = pytest.mark.django_db
@@ -134,10 +137,13 @@ def test_writes_and_transitions_reach_every_stored_index_at_once(corpus, write, 
         ids = [pk for pk, _ in _ranked(credential, "roadtrip", index=index)]
         assert new.pk in ids and quarantined.pk not in ids
         assert _storage_rows(index) == len(CORPUS) + 1
-    from memory.services import memory_retire
+    from memory.services import memory_expire_due, memory_retire
 
     memory_retire(record_id=new.pk, expected_version=new.version, actor=reviewer_actor, note="")
     for index in (active_index(), candidate):
+        assert new.pk not in [pk for pk, _ in _ranked(credential, "roadtrip", index=index)]
+        # Expired in time: PostgreSQL leaves the entry (no recall reads it) to the sweep.
+        storage.sweep_expired(index.storage_name, now=timezone.now(), batch_size=10)
         assert _storage_rows(index) == len(CORPUS)
 
 
@@ -248,18 +254,42 @@ def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_sub
     assert terms[(*scope, "roadtrip")] == (3, 3) and terms[(*scope, "offic")] == (1, 1)
     memory_retire(record_id=second.pk, expected_version=second.version, actor=reviewer_actor)
     assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # the highest tf is a bound: never lowered
+    # A record expired by the job because its time is up keeps its entry (no recall can return it)
+    # until the sweep.
+    due = write(content="One more roadtrip.", subject="customer/ann")
+    MemoryRecord.objects.filter(pk=due.pk).update(created_at=timezone.now() - timedelta(hours=1),
+                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    assert memory_expire_due(actor=Actor.job("expire")) == 1
+    assert _terms(name)[(*scope, "roadtrip")] == (3, 3) and _storage_rows(active_index()) == 3
+    assert storage.sweep_expired(name, now=timezone.now(), batch_size=1) == 1
+    assert _terms(name)[(*scope, "roadtrip")] == (2, 3) and _storage_rows(active_index()) == 2
     forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/erin", reason="erasure")
     terms = _terms(name)
     assert (*scope, "zanzibarian") not in terms and (*scope, "offic") not in terms  # no record holds them now
     assert {key: docs for key, (docs, _) in terms.items()} == {key: docs for key, (docs, _) in _terms_recounted(name).items()}
-    # An index built before the table existed gets it from migration 0012 (storage.pg_add_terms).
+    # An index built before the table existed gets it from migration 0012 (storage.pg_upgrade_triggers).
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE {name}_terms")
-    storage.pg_add_terms(name)
-    storage.pg_add_terms(name)  # twice changes nothing
+    storage.pg_upgrade_triggers(name, active_index().recipe)
+    storage.pg_upgrade_triggers(name, active_index().recipe)  # twice changes nothing
     assert _terms(name) == _terms_recounted(name)
     write(content="Another roadtrip.", subject="customer/ann")
     assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # refilled from the rows there (ann's), then kept in step
+
+
+def test_the_sweep_job_deletes_the_entries_of_records_the_expire_job_expired_in_time(write, credential):
+    from governance.jobs import run_job
+
+    kept, due = write(content="A roadtrip kept."), write(content="A roadtrip that expires.")
+    MemoryRecord.objects.filter(pk=due.pk).update(created_at=timezone.now() - timedelta(hours=1),
+                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    assert run_job("expire").counts == {"expired": 1}
+    assert [pk for pk, _ in _ranked(credential, "roadtrip")] == [kept.pk]
+    lingering = 1 if connection.vendor == "postgresql" else 0  # SQLite's triggers delete it at once
+    assert _storage_rows(active_index()) == 1 + lingering
+    run = run_job("sweep_indexes", batch_size=1)
+    assert run.status == "succeeded" and run.counts == {"swept": lingering}
+    assert _storage_rows(active_index()) == 1 and run_job("sweep_indexes").counts == {"swept": 0}
 
 
 # --------------------------------------------------------------------------------------------
