@@ -459,6 +459,8 @@ def main() -> None:
                      ratio(writes["floor_per_s"], writes["api_per_s"]), target))
     rows.append((f"expire {expiry['count']:,} records, one history row each (job)", f"{expiry['app']:.1f} s",
                  f"{expiry['floor']:.1f} s", ratio(expiry["app"], expiry["floor"]), "< 60 s for 1,000,000"))
+    rows.append((f"then the search-index sweep of the {expiry['swept']:,} entries expiry left (job)", f"{expiry['sweep']:.1f} s",
+                 "—", "—", "—"))
     rows.append(("forget 10,000 records: excluded from recall (API response)", ms(forget["exclude"]),
                  ms(forget["floor_exclude"]), ratio(forget["exclude"], forget["floor_exclude"]), "at once"))
     rows.append(("forget 10,000 records: propagation complete (job)", f"{forget['propagate']:.2f} s",

@@ -191,13 +191,16 @@ def fill_budget(result: RecallResult, rows: Iterator[Ranked], q: RecallQuery,
     token budget is skipped and counted. Also used by as-of recall (`memory.asof`), so both fill
     alike."""
     remaining = q.token_budget
-    batch_size = max(2 * q.limit, 20)
+    # The first batch is what a full answer needs (most recalls load nothing more); later ones are
+    # larger, since rows are being skipped.
+    batch_size = q.limit
     # With a budget nearly spent, every later row may be skipped: look no further than SCAN_DEPTH
     # rows per requested item, not through the whole scope (a 100,000-record scope took a minute).
     examined, depth = 0, SCAN_DEPTH * q.limit
     while len(result.items) < q.limit and examined < depth and (remaining is None or remaining > 0):
         batch: list[Ranked] = list(islice(rows, min(batch_size, depth - examined)))
         examined += len(batch)
+        batch_size = max(2 * q.limit, 20)
         if not batch:
             break
         records = load([row.record_id for row in batch])

@@ -303,15 +303,18 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
         MemoryRecord.objects.filter(pk=record.pk).update(confirmed_at=now - timedelta(days=(n * 13) % 90, minutes=n))
     MemoryRecord.objects.filter(status="quarantined").update(status="active")  # the agent's own inferences too
     queries = [("roadtrip coast lunch acme", 50), ("roadtrip email portal office invoice", 7), ("coast", 4), ("unknown words", 5)]
-    reference = {query: _recall(credential, query=query, limit=limit) for query, limit in queries}
+    def ranked(query: str, limit: int) -> list[tuple]:  # at one moment, so recency cannot move between calls
+        q = parse_recall({"purpose": "support", "query": query, "limit": limit})
+        return [(i.record.pk, i.score_parts) for i in recall(credential=credential, q=q, now=now).items]
+
+    reference = {query: ranked(query, limit) for query, limit in queries}
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
     monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
     for name, value in STRATEGIES[strategy].items():
         monkeypatch.setattr(ranking, name, value)
     for query, limit in queries:
-        expected = [(i.record.pk, i.score_parts) for i in reference[query].items]
-        assert len(expected) == limit
-        assert [(i.record.pk, i.score_parts) for i in _recall(credential, query=query, limit=limit).items] == expected, query
+        assert len(reference[query]) == limit
+        assert ranked(query, limit) == reference[query], query
 
 
 def test_recall_runs_a_fixed_number_of_queries_whatever_the_scope_size(write, credential, django_assert_max_num_queries):
