@@ -216,7 +216,7 @@ class AdminLogArtifact:
             return 0, self._note
         content_type = ContentType.objects.get_for_model(MemoryRecord)
         removed = (
-            LogEntry.objects.filter(content_type=content_type, object_id__in=[str(pk) for pk in record_ids])
+            LogEntry.objects.filter(content_type=content_type, object_id__in=record_id_set(record_ids, as_text=True))
             .filter(~Q(object_repr=FORGOTTEN_REPR) | ~Q(change_message=""))
             .update(object_repr=FORGOTTEN_REPR, change_message="")
         )

@@ -785,15 +785,17 @@ def _forget_locked(ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
                 .exclude(status=Status.FORGOTTEN).order_by("pk").values_list("pk", flat=True))
 
 
-def record_id_set(ids: Iterable[uuid.UUID]) -> RawSQL:
+def record_id_set(ids: Iterable[uuid.UUID], *, as_text: bool = False) -> RawSQL:
     """Record ids as a subquery over a single parameter, for `pk__in=` (or `record_id__in=`): a
     uuid[] literal on PostgreSQL, a JSON list on SQLite, written as one string. 10,000 ids then
     make one short statement, where a list of ids makes a placeholder each for Django to compile
-    and the driver to quote, which cost a 10,000-record forget more than its updates did."""
-    hexes = [pk.hex if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)).hex for pk in ids]
+    and the driver to quote, which cost a 10,000-record forget more than its updates did.
+    `as_text`: the ids as `str(pk)` writes them, for text columns such as the admin log's object id."""
+    ids = [pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)) for pk in ids]
     if connections[router.db_for_write(MemoryRecord)].vendor == "postgresql":
-        return RawSQL("SELECT unnest(%s::uuid[])", ("{" + ",".join(hexes) + "}",))
-    return RawSQL("SELECT value FROM json_each(%s)", (json.dumps(hexes),))
+        cast = "::text" if as_text else ""
+        return RawSQL(f"SELECT unnest(%s::uuid[]){cast}", ("{" + ",".join(pk.hex for pk in ids) + "}",))
+    return RawSQL("SELECT value FROM json_each(%s)", (json.dumps([str(pk) if as_text else pk.hex for pk in ids]),))
 
 
 # --------------------------------------------------------------------------------------------
