@@ -823,9 +823,12 @@ def write_last_used(*, record_ids: Iterable[uuid.UUID], at: datetime, granularit
     ids = list(record_ids)
     if not ids:
         return 0
-    return MemoryRecord.objects.filter(pk__in=ids).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity)
-    ).update(last_used_at=at)
+    due = MemoryRecord.objects.filter(pk__in=ids).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity))
+    with transaction.atomic():
+        # A record another transaction holds (an expire batch, a forget) is skipped, not waited for:
+        # a web process flushes after a response, and waiting would keep it from the next request.
+        # The mark is a hint for the deletion-candidate rule, and such a record is changing state.
+        return MemoryRecord.objects.filter(pk__in=due.select_for_update(skip_locked=True).values("pk")).update(last_used_at=at)
 
 
 # --------------------------------------------------------------------------------------------

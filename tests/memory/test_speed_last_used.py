@@ -73,7 +73,8 @@ def test_many_recalls_are_written_in_one_statement(write, agent_client):
     assert usage.pending() == 5
     with CaptureQueriesContext(connection) as captured:
         assert usage.flush() == 5
-    assert [query["sql"].split()[0] for query in captured] == ["UPDATE"]
+    statements = [query["sql"].split()[0] for query in captured]
+    assert [verb for verb in statements if verb not in ("SAVEPOINT", "RELEASE")] == ["UPDATE"]
     assert MemoryRecord.objects.filter(pk__in=[r.pk for r in records], last_used_at__isnull=False).count() == 5
 
 
@@ -113,3 +114,29 @@ def test_recall_costs_the_same_queries_for_1_or_40_records_and_writes_nothing(wr
     assert len(ids) == 40
     assert len(small) == len(large)
     assert not any(sql.split()[0] in ("UPDATE", "INSERT", "DELETE") for sql in large if "TEMP" not in sql.upper())
+
+
+@pytest.mark.django_db(transaction=True)  # the lock is held by another connection
+def test_a_flush_skips_a_record_another_transaction_holds_instead_of_waiting(write):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: no row locks to skip")
+    import time
+
+    import psycopg
+    from django.conf import settings
+
+    held, free = write(content="Held by the expire job."), write(content="Free.")
+    db = settings.DATABASES["default"]
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=connection.settings_dict["NAME"],
+                         password=db["PASSWORD"] or None, autocommit=False) as other:
+        other.execute("SELECT 1 FROM memory_memoryrecord WHERE id = %s FOR UPDATE", [held.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")  # waiting would fail here rather than hang
+        started = time.monotonic()
+        assert write_last_used(record_ids=[held.pk, free.pk], at=timezone.now()) == 1
+        assert time.monotonic() - started < 2
+        other.rollback()
+    with connection.cursor() as cursor:
+        cursor.execute("RESET lock_timeout")
+    assert MemoryRecord.objects.get(pk=held.pk).last_used_at is None
+    assert MemoryRecord.objects.get(pk=free.pk).last_used_at is not None
