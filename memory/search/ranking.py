@@ -67,6 +67,7 @@ MAX_QUERY_TERMS = 32
 FIRST_FETCH = 50  # rows a stream reads at first; it reads 4x more each time a consumer goes deeper
 COMMON_SHARE = 0.25  # PostgreSQL: a term in this share of the scope's records is scored by the walk by priors
 SMALL_SCOPE = 500  # PostgreSQL: a scope this small is scored whole, in one statement
+WALK_ROWS = 2000  # PostgreSQL: a source expected to hold more records is walked by its priors, not scored whole
 SUBSET_TERMS = 6  # PostgreSQL: up to this many rarer terms, one source per combination of them (else per term)
 
 
@@ -382,18 +383,27 @@ class _Postgres:
         bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered)]
         common_bound = sum(bounds[len(rare):])
         sources = []
+        share = [term.df / stats.records for term in rare]
+
+        def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> Source:
+            # Expected records (terms taken as independent): a large set is walked by its priors
+            # rather than scored whole to sort it.
+            expected = stats.records * math.prod(share[j] for j in include) * math.prod(1 - share[j] for j in exclude)
+            if expected > WALK_ROWS:
+                return Source(lexical_bound + stats.prior_bound,
+                              lambda: self._by_priors(index, scope, stats, words, idfs, include, exclude, lexical_bound))
+            return Source(lexical_bound + stats.prior_bound, self._step(index, scope, stats, words, idfs, include, exclude))
+
         if len(rare) <= SUBSET_TERMS:
             for size in range(1, len(rare) + 1):
                 for include in combinations(range(len(rare)), size):
                     exclude = [j for j in range(len(rare)) if j not in include]
-                    bound = sum(bounds[j] for j in include) + common_bound + stats.prior_bound
-                    sources.append(Source(bound, self._step(index, scope, stats, words, idfs, include, exclude)))
+                    sources.append(source(include, exclude, sum(bounds[j] for j in include) + common_bound))
         else:
             for i in range(len(rare)):
-                sources.append(Source(sum(bounds[i:]) + stats.prior_bound,
-                                      self._step(index, scope, stats, words, idfs, [i], range(i))))
+                sources.append(source([i], range(i), sum(bounds[i:])))
         sources.append(Source(stats.prior_bound + common_bound,
-                              lambda: self._by_priors(index, scope, stats, words, idfs, len(rare), common_bound)))
+                              lambda: self._by_priors(index, scope, stats, words, idfs, (), range(len(rare)), common_bound)))
         return sources
 
     def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int]) -> Callable[[], Iterator[Ranked]]:
@@ -422,22 +432,26 @@ class _Postgres:
                              for j in range(first, len(words))) or "0.0::float8"
         return counts, lexical
 
-    def _by_priors(self, index, scope, stats, words, idfs, first: int, lexical_bound: float) -> Iterator[Ranked]:
-        """The records containing none of words[:first], best first: walked newest-confirmed first,
-        a page at a time, each scored in full (words[first:] are the common terms it may contain);
-        a row is yielded once no unread row (confirmed no later than the last read, so with no more
-        recency, and at most `lexical_bound` from the common terms) can beat it."""
+    def _by_priors(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
+                   lexical_bound: float) -> Iterator[Ranked]:
+        """The scope's records containing every term of `include` and none of `exclude`, best
+        first: walked newest-confirmed first, a page at a time, each scored on all the words; a
+        row is yielded once no unread row (confirmed no later than the last read, so with no more
+        recency, and with at most `lexical_bound` from the words) can beat it."""
         where = self._where(scope)
-        if first:
-            where += " AND NOT d.vector @@ %(exclude)s::tsquery"
-        counts, lexical = self._lexical(words, first)
+        if include or exclude:
+            # Without the scope lexeme: the planner walks the scope's recency index and checks
+            # each row, rather than gathering every match through the GIN index to sort it.
+            where += " AND d.vector @@ %(query)s::tsquery"
+        query = " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
+                            *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
+        counts, lexical = self._lexical(words)
         keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s, %(after_id)s)"
         sql = (f"SELECT {self._select(lexical)}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
                f"CROSS JOIN LATERAL (SELECT {counts}) f "
                f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
         terms = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
-        params = self._params(index, scope, exclude=_any(words[:first]) if first else None, limit=self.PAGE,
-                              avgdl=stats.avgdl or 1.0, **terms)
+        params = self._params(index, scope, query=query, limit=self.PAGE, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
         pending: list[tuple[tuple, Ranked]] = []
         after = None

@@ -287,6 +287,8 @@ STRATEGIES = {
     "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
     "every term common (walk by priors)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.0},
     "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
+    "every source walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_ROWS": -1},
+    "per term, walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0, "WALK_ROWS": -1},
 }
 
 
