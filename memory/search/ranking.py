@@ -31,9 +31,10 @@ How the rows are found without scoring the whole scope:
   combination of the rarer query terms (the records containing exactly those), or per term rarest
   first when there are many (MaxScore), and the records containing none of them, walked
   newest-confirmed first and scored on the common terms (a term in a quarter of the scope adds
-  little against the priors). So four words that each open a sixth of the scope are settled by the
-  few records holding all four, a rare word by its own records, and a scope of a few hundred
-  records (a subject's) is scored in one statement. The result is exact; only the amount of work
+  little against the priors). A source expected to be large is read newest-confirmed first, a
+  row yielded once no unread one can beat it, instead of scored whole to be sorted. So four words
+  that each open a sixth of the scope are settled by the few records holding all four, a rare word
+  by its own records, and a scope of a few hundred records (a subject's) is scored in one statement. The result is exact; only the amount of work
   depends on the data.
 - SQLite (the embedded default, smaller): every matching record is scored in one statement (FTS5
   matches per term within the scope's tokens; tf counted from `highlight()`), and the rest ranked
