@@ -7,6 +7,7 @@ and scores only, never text."""
 from django.db.models import Q
 
 from governance.golden.models import GoldenQuestion
+from memory.services import record_id_set
 
 
 class GoldenQuestionsArtifact:
@@ -16,7 +17,7 @@ class GoldenQuestionsArtifact:
     def purge(self, request, record_ids):
         about = Q(tenant_id=request.tenant_id, subject=request.subject)
         if record_ids:
-            about |= Q(pk__in=GoldenQuestion.expected.through.objects.filter(memoryrecord_id__in=record_ids)
+            about |= Q(pk__in=GoldenQuestion.expected.through.objects.filter(memoryrecord_id__in=record_id_set(record_ids))
                        .values("goldenquestion_id"))
         questions = GoldenQuestion.objects.filter(about)
         removed = questions.count()

@@ -9,6 +9,7 @@ from django.db.models import Exists, OuterRef
 
 from governance.revocations.models import Revocation, RevocationRecord
 from memory.models import Status
+from memory.services import record_id_set
 
 ERASED = "(erased: every memory it revoked was forgotten)"
 PROVENANCE_SOURCES = (Revocation.Source.SESSION_ID, Revocation.Source.SOURCE_URI_PREFIX)
@@ -23,7 +24,7 @@ class RevocationSourcesArtifact:
                 "forgotten; the links (ids only), counts and reasons stay.")
         if not record_ids:
             return 0, note
-        touched = RevocationRecord.objects.filter(record_id__in=record_ids).values("revocation_id")
+        touched = RevocationRecord.objects.filter(record_id__in=record_id_set(record_ids)).values("revocation_id")
         kept = RevocationRecord.objects.filter(revocation=OuterRef("pk")).exclude(record__status=Status.FORGOTTEN)
         erased = (Revocation.objects.filter(pk__in=touched, source__in=PROVENANCE_SOURCES).exclude(value=ERASED)
                   .exclude(Exists(kept)).update(value=ERASED))

@@ -418,12 +418,8 @@ def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
     if not record_ids:
         return 0
     if connection.vendor == "postgresql":
-        removed = _execute(f"DELETE FROM {name} WHERE record_id = ANY(%s)", [list(record_ids)])
-        # A statistics bucket left empty still names its subject in clear: it goes too (the next
-        # record of that scope recreates it).
-        _execute(f"DELETE FROM {name}_stats WHERE docs <= 0")
-        _execute(f"DELETE FROM {name}_terms WHERE docs <= 0")
-        return removed
+        # The statistics triggers delete a bucket (it names its subject) or term the delete empties.
+        return _execute(f"DELETE FROM {name} WHERE record_id = ANY(%s)", [list(record_ids)])
     hex_ids = json.dumps([uuid.UUID(str(pk)).hex for pk in record_ids])
     removed = _execute(f"DELETE FROM {name}_doc WHERE record_id IN (SELECT value FROM json_each(%s))", [hex_ids])
     _execute(f"INSERT INTO {name}({name}) VALUES ('optimize')")
