@@ -350,9 +350,10 @@ class MemoryRecord(models.Model):
                          name="memory_quarantine_flagged_idx"),
             # drift queue: oldest confirmation first per tenant and kind
             models.Index(fields=["tenant", "kind", "confirmed_at"], condition=Q(status=Status.ACTIVE), name="memory_drift_idx"),
-            # expiry job
+            # expiry job: walked in (expires_at, id) order, each batch after the last (memory_expire_due)
             models.Index(
-                fields=["expires_at"], condition=Q(status__in=[Status.ACTIVE, Status.QUARANTINED]), name="memory_expiry_idx"
+                fields=["expires_at", "id"], condition=Q(status__in=[Status.ACTIVE, Status.QUARANTINED]),
+                name="memory_expiry_idx",
             ),
             # writes per day on the governance dashboard
             models.Index(fields=["tenant", "created_at"], name="memory_tenant_created_idx"),
