@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from django.conf import settings
 from django.db import IntegrityError, connections, router, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
@@ -712,7 +712,10 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
     now = now or timezone.now()
     allowed_from, target = TRANSITIONS["expire"]
     reason = f"{actor.channel}.expire"
-    in_place = connections[router.db_for_write(MemoryRecord)].vendor == "postgresql"
+    connection = connections[router.db_for_write(MemoryRecord)]
+    in_place = connection.vendor == "postgresql"
+    table = connection.ops.quote_name(MemoryRecord._meta.db_table)
+    keyset = (MemoryRecord._meta.get_field("expires_at"), MemoryRecord._meta.pk)
     total = batches = 0
     after = None  # (expires_at, id) of the last record of the previous batch
     while max_batches is None or batches < max_batches:
@@ -721,8 +724,8 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
         # share one expires_at, read again from the heap by every batch: a million-record expiry
         # spent most of its time there).
         due = MemoryRecord.objects.select_for_update(skip_locked=True).filter(status__in=allowed_from, expires_at__lte=now)
-        if after is not None:
-            due = due.filter(Q(expires_at__gt=after[0]) | Q(expires_at=after[0], pk__gt=after[1]))
+        if after is not None:  # a row comparison: the index scan starts there (an OR of the two would not)
+            due = due.filter(RawSQL(f"({table}.expires_at, {table}.id) > (%s, %s)", after, output_field=BooleanField()))
         with transaction.atomic():
             rows = list(due.order_by("expires_at", "pk").values_list("expires_at", "pk")[:batch_size])
             ids = [pk for _, pk in rows]
@@ -737,7 +740,7 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
         batches += 1
         if len(rows) < batch_size:
             break
-        after = rows[-1]
+        after = tuple(field.get_db_prep_value(value, connection) for field, value in zip(keyset, rows[-1]))
     return total
 
 
@@ -836,7 +839,7 @@ def write_last_used(*, record_ids: Iterable[uuid.UUID], at: datetime, granularit
     ids = list(record_ids)
     if not ids:
         return 0
-    due = MemoryRecord.objects.filter(pk__in=ids).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity))
+    due = MemoryRecord.objects.filter(pk__in=record_id_set(ids)).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity))
     with transaction.atomic():
         # A record another transaction holds (an expire batch, a forget) is skipped, not waited for:
         # a web process flushes after a response, and waiting would keep it from the next request.

@@ -9,10 +9,11 @@ and nothing wider:
               idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclen / avgdl))
     idf(t)  = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 
-The collection is the scope's active records: N, avgdl and df(t) are counted there at query time,
-so a word rare for this agent (and subject) weighs more than one that opens half its memories. A
-record past its expiry that the expire job has not marked yet, or outside its valid window, still
-counts in these statistics but is never returned. tf is how often the term's stem occurs in the
+The collection is the scope's active records: N, avgdl and df(t) are kept per scope by the index
+(current as of the query), so a word rare for this agent (and subject) weighs more than one that
+opens half its memories. A record past its expiry (until the sweep job deletes its entry, whether
+or not the expire job has marked it), or outside its valid window, still counts in these
+statistics but is never returned. tf is how often the term's stem occurs in the
 record, doclen its word count; k1 and b come from the index recipe. Query terms are the recipe's
 analysis of the query (stemmed, stop words dropped, each distinct stem once); they reach the
 database only as bound parameters inside quoted operands, so no text can make the search invalid.
@@ -268,11 +269,16 @@ def priors(authority: str, confidence: float, confirmed_at: datetime, now: datet
             "recency": 0.5 ** (days / RECENCY_HALF_LIFE_DAYS)}
 
 
+# Added to every bound: a score and its bound are sums of the same parts in another order, so in
+# floating point a score can come out a few ulps above the bound it equals.
+BOUND_SLACK = 1e-9
+
+
 def _prior_bound(authorities: Iterable[str], max_confidence: float | None) -> float:
     weights = [AUTHORITY_WEIGHT[a] for a in authorities if a in AUTHORITY_WEIGHT]
     if not weights:
-        return 0.0
-    return max(weights) + CONFIDENCE_WEIGHT * (max_confidence or 0.0) + RECENCY_MAX
+        return BOUND_SLACK
+    return max(weights) + CONFIDENCE_WEIGHT * (max_confidence or 0.0) + RECENCY_MAX + BOUND_SLACK
 
 
 # --------------------------------------------------------------------------------------------

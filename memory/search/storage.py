@@ -3,7 +3,8 @@ step with them by database triggers, so every path that changes a record (the li
 bulk jobs, forget, prune, the admin) updates every index in the same transaction, and an index can
 be dropped and rebuilt without touching the records.
 
-An index holds only `active` records, with a copy of the fields recall's hard filters and ranking
+An index holds `active` records (and, on PostgreSQL, records expired in time until the sweep
+deletes them: `sweep_expired`), with a copy of the fields recall's hard filters and ranking
 read (scope, kind, time, authority, confidence, confirmation time) and a word count (`doclen`, the
 same SQL on both databases), so collection statistics come from the index alone.
 
@@ -163,10 +164,10 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
 
 def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     """Bring an index built by an earlier version up to the current storage (migrations 0008 and
-    0012): its terms table, filled from its rows, and the sweep's expiry index; the statistics
-    triggers that keep the terms and find emptied buckets by join; statement-level triggers on
-    the records that leave the entries of records expired in time to the sweep; a GIN index
-    without a pending list. Does nothing twice."""
+    0012): its terms table, filled from its rows (once), and the sweep's expiry index; the
+    statistics triggers that keep the terms and delete what a change empties; statement-level
+    triggers on the records that leave the entries of records expired in time to the sweep; a GIN
+    index without a pending list. Running it again changes nothing."""
     if not storage_exists(f"{name}_terms"):
         term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
         _execute(f"CREATE TABLE {name}_terms ({TERMS_COLUMNS})")
@@ -179,8 +180,14 @@ def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     _execute(f"DROP FUNCTION IF EXISTS {name}_sync() CASCADE")
     for sql in _pg_record_triggers(name, recipe):
         _execute(sql)
-    _execute(f"CREATE INDEX IF NOT EXISTS {name}_expiry ON {name} (expires_at)")
+    # Buckets and terms an older trigger left at zero (it could, under concurrent writes) still name
+    # what forget removed.
+    _execute(f"DELETE FROM {name}_stats WHERE docs <= 0")
+    _execute(f"DELETE FROM {name}_terms WHERE docs <= 0")
+    _execute(f"DROP INDEX IF EXISTS {name}_expiry")
+    _execute(f"CREATE INDEX {name}_expiry ON {name} (expires_at, record_id)")
     _execute(f"ALTER INDEX IF EXISTS {name}_vector SET (fastupdate = off)")
+    _execute(f"SELECT gin_clean_pending_list('{name}_vector'::regclass) WHERE to_regclass('{name}_vector') IS NOT NULL")
 
 
 # Authorities present in a bucket, as bits (a bound for the priors; a bit is never cleared).
@@ -216,17 +223,20 @@ def _pg_stats_triggers(name: str) -> list[str]:
     # A bucket left empty is deleted, since its key names a subject (personal data, which forget
     # must not leave behind); the next record of that scope recreates it. Likewise a term no
     # record of its scope contains any more.
-    # Buckets the change empties are deleted first, then the others decremented: each a join of
-    # the aggregated transition table with the buckets (filtering buckets by `docs <= 0` instead
-    # was planned as a nested loop over every bucket, minutes for a large expiry).
+    # The rows the change touches are locked first, in key order (as the upsert above locks them,
+    # so two writers of a purpose queue rather than deadlock); then, each statement seeing the
+    # latest counts, decremented, and those left empty deleted: each a join of the aggregated
+    # transition table with the rows (filtering every bucket by `docs <= 0` was planned as a
+    # nested loop over all of them, minutes for a large expiry).
     removed = []
     for table, columns, aggregate in (("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
                                       ("terms", (*TERM_SCOPE, "lexeme"), per_term.format(rows="old_rows"))):
         match = " AND ".join(f"s.{k} = o.{k}" for k in columns)
         words = ", words = s.words - o.words" if table == "stats" else ""
-        removed.append(f"WITH o AS MATERIALIZED ({aggregate}), "
-                       f"emptied AS (DELETE FROM {name}_{table} s USING o WHERE {match} AND s.docs <= o.docs) "
-                       f"UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM o WHERE {match} AND s.docs > o.docs;")
+        order = ", ".join(f"s.{k}" for k in columns)
+        removed.append(f"PERFORM 1 FROM {name}_{table} s JOIN ({aggregate}) o ON {match} ORDER BY {order} FOR UPDATE OF s;\n"
+                       f"UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM ({aggregate}) o WHERE {match};\n"
+                       f"DELETE FROM {name}_{table} s USING ({aggregate}) o WHERE {match} AND s.docs <= 0;")
     body = {"add": added, "remove": "\n".join(removed), "change": "\n".join(removed) + "\n" + added}
     sql = []
     for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
@@ -270,7 +280,7 @@ def _pg_fill(name: str, recipe: dict) -> int:
              f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
     _execute(f"CREATE INDEX {concurrently}{name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, "
              f"confirmed_at DESC, record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
-    _execute(f"CREATE INDEX {concurrently}{name}_expiry ON {name} (expires_at)")  # sweep_expired
+    _execute(f"CREATE INDEX {concurrently}{name}_expiry ON {name} (expires_at, record_id)")  # sweep_expired
     # VACUUM sets the visibility map, so counts read the GIN index without visiting the rows; it
     # cannot run inside a transaction (a migration, a test), where ANALYZE alone has to do.
     analyse = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
@@ -427,19 +437,28 @@ def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
 
 
 def sweep_expired(name: str, *, now, batch_size: int) -> int:
-    """Delete the entries of records whose time was up at `now` (the expire job leaves them; no
-    recall can return them), `batch_size` per transaction; returns how many went. SQLite's
-    triggers delete them at once: nothing to do there."""
+    """Delete the entries whose time was up at `now` (those of records the expire job expired, and
+    of records past their time it has not reached yet; no recall can return either),
+    `batch_size` per transaction, walking (expires_at, record_id) past the last batch so that no
+    batch re-reads the entries the previous ones deleted; returns how many went. SQLite's triggers
+    delete them at once: nothing to do there."""
     if connection.vendor != "postgresql":
         return 0
-    removed = 0
+    removed, after = 0, None
     while True:
-        with transaction.atomic():
-            done = _execute(f"DELETE FROM {name} WHERE record_id IN "
-                            f"(SELECT record_id FROM {name} WHERE expires_at <= %s LIMIT %s)", [now, batch_size])
+        keyset = "AND (expires_at, record_id) > (%s, %s) " if after else ""
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH gone AS (DELETE FROM {name} WHERE record_id IN (SELECT record_id FROM {name} WHERE expires_at <= %s "
+                f"{keyset}ORDER BY expires_at, record_id LIMIT %s) RETURNING expires_at, record_id) "
+                f"SELECT count(*) OVER (), expires_at, record_id FROM gone ORDER BY expires_at DESC, record_id DESC LIMIT 1",
+                [now, *(after or ()), batch_size])
+            last = cursor.fetchone()
+        done = last[0] if last else 0
         removed += done
         if done < batch_size:
             return removed
+        after = (last[1], last[2])
 
 
 def storage_names_present() -> set[str]:

@@ -337,3 +337,38 @@ def test_an_index_whose_triggers_a_migration_dropped_is_rebuilt_after_migrating(
     assert storage.triggers_present(index.storage_name)
     assert missed.pk in [pk for pk, _ in _ranked(credential, "roadtrip")]
     assert repair_storage() == []
+
+
+@pytest.mark.django_db(transaction=True)  # two connections remove the last two records of one bucket
+def test_postgresql_statistics_stay_exact_when_two_transactions_empty_a_bucket_together(write):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    import threading
+
+    import psycopg
+    from django.conf import settings
+
+    first, second = (write(content=f"Roadtrip {n} for erin.", subject="customer/erin") for n in range(2))
+    name = active_index().storage_name
+    db = settings.DATABASES["default"]
+
+    def connect():
+        return psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], password=db["PASSWORD"] or None,
+                               dbname=connection.settings_dict["NAME"], autocommit=False)
+
+    with connect() as a, connect() as b:
+        a.execute("UPDATE memory_memoryrecord SET status = 'superseded' WHERE id = %s", [first.pk])
+        done = threading.Event()
+        # b waits for a's locks on the bucket and its terms, then must see a's counts.
+        worker = threading.Thread(target=lambda: (b.execute("UPDATE memory_memoryrecord SET status = 'superseded' "
+                                                            "WHERE id = %s", [second.pk]), b.commit(), done.set()))
+        worker.start()
+        assert not done.wait(0.5)  # queued behind a
+        a.commit()
+        worker.join(10)
+        assert done.is_set()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {name}_stats WHERE subject = 'customer/erin'")
+        assert cursor.fetchone()[0] == 0  # the bucket named the subject: gone, not left at zero
+        cursor.execute(f"SELECT count(*) FROM {name}_terms WHERE lexeme = 'erin'")
+        assert cursor.fetchone()[0] == 0
