@@ -447,9 +447,10 @@ class _Postgres:
         recency, and with at most `lexical_bound` from the words) can beat it."""
         where = self._where(scope)
         if include or exclude:
-            # Without the scope lexeme: the planner walks the scope's recency index and checks
-            # each row, rather than gathering every match through the GIN index to sort it.
-            where += " AND d.vector @@ %(query)s::tsquery"
+            # In a form the GIN index cannot serve: the walk reads the scope's recency index and
+            # checks each row, never every match across all tenants gathered to be sorted (a
+            # plan the planner may otherwise pick when its estimates are off).
+            where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
         query = " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
                             *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
         counts, lexical = self._lexical(words)
