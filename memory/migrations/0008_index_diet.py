@@ -68,14 +68,9 @@ def restore_search_vector(apps, schema_editor):
 
 
 def upgrade_search_triggers(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     from memory.search import storage
 
-    for index in apps.get_model("memory", "SearchIndex").objects.filter(kind="lexical"):
-        name = storage.storage_name("lexical", index.pk)
-        if storage.storage_exists(name):
-            storage.pg_upgrade_triggers(name, index.recipe)
+    storage.pg_upgrade_indexes(apps.get_model("memory", "SearchIndex"))
 
 
 class Migration(migrations.Migration):

@@ -8,14 +8,9 @@ from django.db import migrations
 
 
 def add_terms(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     from memory.search import storage
 
-    for index in apps.get_model("memory", "SearchIndex").objects.filter(kind="lexical"):
-        name = storage.storage_name("lexical", index.pk)
-        if storage.storage_exists(name):
-            storage.pg_upgrade_triggers(name, index.recipe)
+    storage.pg_upgrade_indexes(apps.get_model("memory", "SearchIndex"))
 
 
 class Migration(migrations.Migration):

@@ -35,8 +35,8 @@ How the rows are found without scoring the whole scope:
   little against the priors). A source expected to be large is read newest-confirmed first, a
   row yielded once no unread one can beat it, instead of scored whole to be sorted. So four words
   that each open a sixth of the scope are settled by the few records holding all four, a rare word
-  by its own records, and a scope of a few hundred records (a subject's) is scored in one statement. The result is exact; only the amount of work
-  depends on the data.
+  by its own records, and a scope of a few hundred records (a subject's) is scored in one
+  statement. The result is exact; only the amount of work depends on the data.
 - SQLite (the embedded default, smaller): every matching record is scored in one statement (FTS5
   matches per term within the scope's tokens; tf counted from `highlight()`), and the rest ranked
   by their priors in another.
@@ -419,11 +419,10 @@ class _Postgres:
         query = " & ".join([self._scope_tsquery(scope), *(_tsquery_lexeme(words[j]) for j in include)])
         if exclude:
             query += f" & !{_any([words[j] for j in exclude])}"
-        counts, lexical = self._lexical(words)
+        counts, lexical, terms = self._lexical(words, idfs)
         sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {index.storage_name} d "
                f"CROSS JOIN LATERAL (SELECT {counts}) f WHERE d.vector @@ %(query)s::tsquery AND {self._where(scope)}) "
                f"ranked {ORDER_SQL} LIMIT %(limit)s")
-        terms = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
 
         def fetch(limit: int) -> list[Ranked]:
             params = self._params(index, scope, query=query, avgdl=stats.avgdl or 1.0, limit=limit, **terms)
@@ -431,13 +430,14 @@ class _Postgres:
 
         return lambda: paged(fetch)
 
-    def _lexical(self, words: list[str], first: int = 0) -> tuple[str, str]:
+    def _lexical(self, words: list[str], idfs: list[float]) -> tuple[str, str, dict]:
         """(the columns reading each term's tf from the record's lexeme -> occurrences map, the BM25
-        sum over them) for words[first:], as SQL over `d` and its lateral `f`."""
-        counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(first, len(words))) or "1 AS t"
+        sum over them, as SQL over `d` and its lateral `f`; their parameters)."""
+        counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(len(words))) or "1 AS t"
         lexical = " + ".join(f"(CASE WHEN f.t{j} > 0 THEN %(idf{j})s * {tf_part_sql(f'f.t{j}', 'd.doclen')} ELSE 0 END)"
-                             for j in range(first, len(words))) or "0.0::float8"
-        return counts, lexical
+                             for j in range(len(words))) or "0.0::float8"
+        params = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
+        return counts, lexical, params
 
     def _by_priors(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
                    lexical_bound: float) -> Iterator[Ranked]:
@@ -453,12 +453,11 @@ class _Postgres:
             where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
         query = " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
                             *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
-        counts, lexical = self._lexical(words)
+        counts, lexical, terms = self._lexical(words, idfs)
         keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s, %(after_id)s)"
         sql = (f"SELECT {self._select(lexical)}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
                f"CROSS JOIN LATERAL (SELECT {counts}) f "
                f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
-        terms = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
         params = self._params(index, scope, query=query, limit=self.PAGE, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
         pending: list[tuple[tuple, Ranked]] = []

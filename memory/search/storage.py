@@ -162,6 +162,17 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
     ]
 
 
+def pg_upgrade_indexes(search_indexes) -> None:
+    """For a migration: `pg_upgrade_triggers` on every lexical index of `search_indexes` (the
+    migration's SearchIndex model) whose storage exists. Nothing to do on SQLite."""
+    if connection.vendor != "postgresql":
+        return
+    for index in search_indexes.objects.filter(kind="lexical"):
+        name = storage_name("lexical", index.pk)
+        if storage_exists(name):
+            pg_upgrade_triggers(name, index.recipe)
+
+
 def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     """Bring an index built by an earlier version up to the current storage (migrations 0008 and
     0012): its terms table, filled from its rows (once), and the sweep's expiry index; the
@@ -169,11 +180,9 @@ def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     triggers on the records that leave the entries of records expired in time to the sweep; a GIN
     index without a pending list. Running it again changes nothing."""
     if not storage_exists(f"{name}_terms"):
-        term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
         _execute(f"CREATE TABLE {name}_terms ({TERMS_COLUMNS})")
         _execute(f"LOCK TABLE {name} IN SHARE MODE")  # no write between the fill and the new triggers
-        _execute(f"INSERT INTO {name}_terms ({term_keys}, docs, max_tf) SELECT {', '.join(TERM_SCOPE)}, t.key, "
-                 f"count(*), max(t.value::integer) FROM {name} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY 1, 2, 3, 4")
+        _execute(f"INSERT INTO {name}_terms ({TERM_KEYS}, docs, max_tf) {_per_term(name)}")
     for sql in _pg_stats_triggers(name):
         if sql.startswith("CREATE OR REPLACE FUNCTION"):
             _execute(sql)
@@ -198,8 +207,15 @@ BUCKET = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")
 # ranking; like the authority bits, it is never lowered). No subject: a scope's terms are its
 # records' words, and a term goes with the last record containing it.
 TERM_SCOPE = ("tenant_id", "agent_id", "purpose")
+TERM_KEYS = ", ".join((*TERM_SCOPE, "lexeme"))
 TERMS_COLUMNS = ("tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL, lexeme text NOT NULL, "
                  "docs bigint NOT NULL, max_tf integer NOT NULL, PRIMARY KEY (tenant_id, agent_id, purpose, lexeme)")
+
+
+def _per_term(rows: str) -> str:
+    """Per (scope, term) of the index rows `rows` (a table or transition table): records, highest tf."""
+    return (f"SELECT {', '.join(TERM_SCOPE)}, t.key AS lexeme, count(*) AS docs, max(t.value::integer) AS max_tf "
+            f"FROM {rows} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY {TERM_KEYS}")
 
 
 def _pg_stats_triggers(name: str) -> list[str]:
@@ -214,11 +230,8 @@ def _pg_stats_triggers(name: str) -> list[str]:
              f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
              f"authorities = s.authorities | EXCLUDED.authorities, "
              f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
-    term_keys = ", ".join((*TERM_SCOPE, "lexeme"))
-    per_term = (f"SELECT {', '.join(TERM_SCOPE)}, t.key AS lexeme, count(*) AS docs, max(t.value::integer) AS max_tf "
-                f"FROM {{rows}} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY {term_keys}")
-    added += (f"\nINSERT INTO {name}_terms AS s ({term_keys}, docs, max_tf) {per_term.format(rows='new_rows')} "
-              f"ORDER BY {term_keys} ON CONFLICT ({term_keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, "
+    added += (f"\nINSERT INTO {name}_terms AS s ({TERM_KEYS}, docs, max_tf) {_per_term('new_rows')} "
+              f"ORDER BY {TERM_KEYS} ON CONFLICT ({TERM_KEYS}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, "
               f"max_tf = greatest(s.max_tf, EXCLUDED.max_tf);")
     # A bucket left empty is deleted, since its key names a subject (personal data, which forget
     # must not leave behind); the next record of that scope recreates it. Likewise a term no
@@ -230,7 +243,7 @@ def _pg_stats_triggers(name: str) -> list[str]:
     # nested loop over all of them, minutes for a large expiry).
     removed = []
     for table, columns, aggregate in (("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
-                                      ("terms", (*TERM_SCOPE, "lexeme"), per_term.format(rows="old_rows"))):
+                                      ("terms", (*TERM_SCOPE, "lexeme"), _per_term("old_rows"))):
         match = " AND ".join(f"s.{k} = o.{k}" for k in columns)
         words = ", words = s.words - o.words" if table == "stats" else ""
         order = ", ".join(f"s.{k}" for k in columns)
