@@ -32,8 +32,9 @@ How the rows are found without scoring the whole scope:
   combination of the rarer query terms (the records containing exactly those), or per term rarest
   first when there are many (MaxScore), and the records containing none of them, walked
   newest-confirmed first and scored on the common terms (a term in a quarter of the scope adds
-  little against the priors). A source expected to be large is read newest-confirmed first, a
-  row yielded once no unread one can beat it, instead of scored whole to be sorted. So four words
+  little against the priors). The sources expected to be large join that walk (one walk reads
+  the newest records once for all of them), a row yielded once no unread one can beat it,
+  instead of each being scored whole to be sorted. So four words
   that each open a sixth of the scope are settled by the few records holding all four, a rare word
   by its own records, and a scope of a few hundred records (a subject's) is scored in one
   statement. The result is exact; only the amount of work depends on the data.
@@ -246,9 +247,13 @@ def _ranked(row: tuple) -> Ranked:
     record_id, lexical, authority, confidence, recency, confirmed_at = row[:6]
     parts = {"lexical": float(lexical), "authority": float(authority), "confidence": float(confidence),
              "recency": float(recency)}
-    if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
+    if isinstance(confirmed_at, str):  # SQLite keeps UTC times as text
         confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=dt_timezone.utc)
-    return Ranked(record_id=uuid.UUID(str(record_id)), parts=parts, confirmed=confirmed_at.timestamp())
+    if isinstance(confirmed_at, datetime):
+        confirmed_at = confirmed_at.timestamp()
+    if not isinstance(record_id, uuid.UUID):
+        record_id = uuid.UUID(str(record_id))
+    return Ranked(record_id=record_id, parts=parts, confirmed=float(confirmed_at))
 
 
 def _params(index: SearchIndex, scope: Scope, **extra) -> dict:
@@ -331,8 +336,12 @@ class _Postgres:
         return _params(index, scope, kinds=list(scope.kind_ids or ()), **extra)
 
     def _select(self, lexical: str) -> str:
+        # confirmed_at as seconds since the epoch (a float8 holds every microsecond of this era
+        # exactly, so the order is the same): thousands of rows a recall, and a timestamp costs
+        # far more to load in Python than a float.
         return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
-                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
+                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, "
+                f"extract(epoch FROM d.confirmed_at)::float8 AS confirmed_at")
 
     def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int, int | None]]]:
         """The scope's statistics and, per word, (df, highest tf), in one statement: N, avgdl and
@@ -371,8 +380,9 @@ class _Postgres:
           records holding all four settle the query.
         - With more rarer terms than that: one source per term, rarest first (MaxScore): the
           records containing it and none of the rarer ones.
-        - The records containing none of the rarer terms, walked by their priors and scored on
-          the common terms.
+        - The records containing none of the rarer terms, and every set above expected to hold
+          more than WALK_ROWS records: one walk by their priors (newest-confirmed first), each
+          record scored on all the words, its bound the highest of theirs.
         A scope of at most SMALL_SCOPE records (a subject's, typically) is one source, scored in
         one statement.
 
@@ -392,37 +402,59 @@ class _Postgres:
         sources = []
         share = [term.df / stats.records for term in rare]
 
-        def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> Source:
-            # Expected records (terms taken as independent): a large set is walked by its priors
-            # rather than scored whole to sort it.
+        walked: list[tuple[str, float]] = []  # (tsquery, lexical bound) of the sets left to the walk
+        scored: list[str] = []  # tsqueries of the sets scored whole
+
+        def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> None:
+            # Expected records (terms taken as independent): a large set is left to the walk by
+            # priors rather than scored whole to sort it.
             expected = stats.records * math.prod(share[j] for j in include) * math.prod(1 - share[j] for j in exclude)
             if expected > WALK_ROWS:
-                return Source(lexical_bound + stats.prior_bound,
-                              lambda: self._by_priors(index, scope, stats, words, idfs, include, exclude, lexical_bound))
-            return Source(lexical_bound + stats.prior_bound, self._step(index, scope, stats, words, idfs, include, exclude))
+                walked.append((self._subset_query(words, include, exclude), lexical_bound))
+            else:
+                scored.append(self._subset_query(words, include, exclude))
+                sources.append(Source(lexical_bound + stats.prior_bound,
+                                      self._step(index, scope, stats, words, idfs, include, exclude)))
 
         if len(rare) <= SUBSET_TERMS:
             for size in range(1, len(rare) + 1):
                 for include in combinations(range(len(rare)), size):
                     exclude = [j for j in range(len(rare)) if j not in include]
-                    sources.append(source(include, exclude, sum(bounds[j] for j in include) + common_bound))
+                    source(include, exclude, sum(bounds[j] for j in include) + common_bound)
         else:
             for i in range(len(rare)):
-                sources.append(source([i], range(i), sum(bounds[i:])))
-        sources.append(Source(stats.prior_bound + common_bound,
-                              lambda: self._by_priors(index, scope, stats, words, idfs, (), range(len(rare)), common_bound)))
+                source([i], range(i), sum(bounds[i:]))
+        walked.append((self._subset_query(words, (), range(len(rare))), common_bound))
+        # One walk reads the newest records once for every set left to it, rather than one walk
+        # per set each reading them again; its bound is the highest of theirs. The sets are
+        # disjoint and cover the scope, so the walk's records are those of no scored set: the
+        # shorter of the two ways to say it, and no test at all when every set is walked.
+        if not scored:
+            query = ""
+        elif len(walked) <= len(scored):
+            query = " | ".join(f"({q})" for q, _ in walked)
+        else:
+            query = "!(" + " | ".join(f"({q})" for q in scored) + ")"
+        lexical_bound = max(bound for _, bound in walked)
+        sources.append(Source(lexical_bound + stats.prior_bound,
+                              lambda: self._by_priors(index, scope, stats, words, idfs, query, lexical_bound)))
         return sources
+
+    @staticmethod
+    def _subset_query(words: list[str], include: Sequence[int], exclude: Sequence[int]) -> str:
+        """The records containing every term of `include` and none of `exclude`, as a tsquery
+        ("": every record)."""
+        return " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
+                           *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
 
     def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int]) -> Callable[[], Iterator[Ranked]]:
         """The scope's records containing every term of `include` and none of `exclude` (indexes
         into `words`), scored on all the words, in rank order."""
-        query = " & ".join([self._scope_tsquery(scope), *(_tsquery_lexeme(words[j]) for j in include)])
-        if exclude:
-            query += f" & !{_any([words[j] for j in exclude])}"
+        query = " & ".join(filter(None, [self._scope_tsquery(scope), self._subset_query(words, include, exclude)]))
         counts, lexical, terms = self._lexical(words, idfs)
         sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {index.storage_name} d "
-               f"CROSS JOIN LATERAL (SELECT {counts}) f WHERE d.vector @@ %(query)s::tsquery AND {self._where(scope)}) "
-               f"ranked {ORDER_SQL} LIMIT %(limit)s")
+               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f WHERE d.vector @@ %(query)s::tsquery AND {self._where(scope)} "
+               f"OFFSET 0) ranked {ORDER_SQL} LIMIT %(limit)s")
 
         def fetch(limit: int) -> list[Ranked]:
             params = self._params(index, scope, query=query, avgdl=stats.avgdl or 1.0, limit=limit, **terms)
@@ -439,24 +471,21 @@ class _Postgres:
         params = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
         return counts, lexical, params
 
-    def _by_priors(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
-                   lexical_bound: float) -> Iterator[Ranked]:
-        """The scope's records containing every term of `include` and none of `exclude`, best
-        first: walked newest-confirmed first, a page at a time, each scored on all the words; a
-        row is yielded once no unread row (confirmed no later than the last read, so with no more
-        recency, and with at most `lexical_bound` from the words) can beat it."""
+    def _by_priors(self, index, scope, stats, words, idfs, query: str, lexical_bound: float) -> Iterator[Ranked]:
+        """The scope's records matching `query` (a tsquery; "": all), best first: walked
+        newest-confirmed first, a page at a time, each scored on all the words; a row is yielded
+        once no unread row (confirmed no later than the last read, so with no more recency, and
+        with at most `lexical_bound` from the words) can beat it."""
         where = self._where(scope)
-        if include or exclude:
+        if query:
             # In a form the GIN index cannot serve: the walk reads the scope's recency index and
             # checks each row, never every match across all tenants gathered to be sorted (a
             # plan the planner may otherwise pick when its estimates are off).
             where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
-        query = " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
-                            *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
         counts, lexical, terms = self._lexical(words, idfs)
-        keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s, %(after_id)s)"
-        sql = (f"SELECT {self._select(lexical)}, d.confirmed_at, d.record_id FROM {index.storage_name} d "
-               f"CROSS JOIN LATERAL (SELECT {counts}) f "
+        keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s::timestamptz, %(after_id)s)"
+        sql = (f"SELECT {self._select(lexical)}, d.confirmed_at::text, d.record_id FROM {index.storage_name} d "
+               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
                f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
         params = self._params(index, scope, query=query, limit=self.PAGE, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
