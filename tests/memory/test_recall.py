@@ -289,6 +289,10 @@ STRATEGIES = {
     "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
     "every source walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_ROWS": -1},
     "per term, walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0, "WALK_ROWS": -1},
+    # The walk takes the larger sets, the rest are scored whole: the walk's records named as those
+    # of no scored set (more sets walked than scored) or as the union of the walked ones.
+    "large sets walked, small ones scored": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_ROWS": 2},
+    "large sets walked, per term": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0, "WALK_ROWS": 8},
 }
 
 
