@@ -287,12 +287,7 @@ STRATEGIES = {
     "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
     "every term common (walk by priors)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.0},
     "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
-    "every source walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_ROWS": -1},
-    "per term, walked by priors": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0, "WALK_ROWS": -1},
-    # The walk takes the larger sets, the rest are scored whole: the walk's records named as those
-    # of no scored set (more sets walked than scored) or as the union of the walked ones.
-    "large sets walked, small ones scored": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_ROWS": 2},
-    "large sets walked, per term": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0, "WALK_ROWS": 8},
+    "per term, some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0},
 }
 
 
@@ -321,6 +316,25 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
     for query, limit in queries:
         assert len(reference[query]) == limit
         assert ranked(query, limit) == reference[query], query
+
+
+def test_a_record_without_the_words_comes_before_a_weaker_match_when_its_priors_are_higher(write, credential, monkeypatch):
+    # The records holding none of the query's words are a source of their own (PostgreSQL walks
+    # them by their priors): it must be read before any match it can beat is returned.
+    monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)
+    now = timezone.now()
+    weak = write(content="Roadtrip planning kept by the agent.", confidence=0.2, authority="agent",
+                 provenance={"source_type": "agent_inference"})
+    strong = write(content="Prefers email for every contact.", confidence=1.0)
+    for n in range(6):
+        write(content=f"Unrelated note number {n} about lunch.", confidence=0.1)
+    MemoryRecord.objects.filter(status="quarantined").update(status="active")
+    MemoryRecord.objects.update(confirmed_at=now - timedelta(days=200))
+    MemoryRecord.objects.filter(pk=strong.pk).update(confirmed_at=now)
+    items = recall(credential=credential, q=parse_recall({"purpose": "support", "query": "roadtrip", "limit": 3}), now=now).items
+    assert [item.record.pk for item in items[:2]] == [strong.pk, weak.pk]
+    assert items[0].score_parts["lexical"] == 0 < items[1].score_parts["lexical"]
+    assert items[0].score > items[1].score > items[2].score
 
 
 def test_recall_runs_a_fixed_number_of_queries_whatever_the_scope_size(write, credential, django_assert_max_num_queries):
