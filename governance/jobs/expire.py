@@ -1,8 +1,9 @@
 """The `expire` job: every active or quarantined record past `expires_at` gets the explicit
 `expired` transition (history reason `job.expire`). The work is done by
-`memory.services.memory_expire_due`: locked batches that skip rows another run holds, one
-`bulk_update_with_history` per batch, each batch its own transaction, so a run killed mid-way loses
-only its uncommitted batch and the next run picks it up."""
+`memory.services.memory_expire_due`: locked batches that skip rows another transaction holds, on
+PostgreSQL each one statement (records and history rows together), along the expiry index or, when
+many records are due, through the table in physical order; each batch its own transaction, so a
+run killed mid-way loses only its uncommitted batch and the next run picks it up."""
 
 from datetime import datetime
 

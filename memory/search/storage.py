@@ -146,6 +146,13 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
                 WHERE n.status = 'active' ON CONFLICT (record_id) DO UPDATE SET {upsert};
               ELSIF TG_OP = 'DELETE' THEN
                 DELETE FROM {name} WHERE record_id IN (SELECT id FROM old_rows WHERE status IN ('active', 'expired'));
+              ELSIF NOT EXISTS (SELECT 1 FROM new_rows WHERE status <> 'expired' OR expires_at > statement_timestamp())
+                    AND NOT EXISTS (SELECT 1 FROM old_rows WHERE status NOT IN ('active', 'quarantined')
+                                                              OR expires_at > statement_timestamp()) THEN
+                -- Every row an active or quarantined record expired in time (the expire job's
+                -- statements): entries stay for the sweep and nothing enters, which the general
+                -- case below would find too, comparing every watched column of every row.
+                NULL;
               ELSE
                 DELETE FROM {name} WHERE record_id IN ({left});
                 INSERT INTO {name} ({columns}) {_pg_select('n', config, source=entered)}

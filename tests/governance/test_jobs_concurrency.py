@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.db import connection
 
-from governance.jobs.expire import expire
+from governance.jobs.expire import ACTOR, expire
 from governance.models import JobRun
 from memory.models import MemoryRecord, Status
 from tests.processes import ROOT, database_url_for_subprocesses
@@ -56,3 +56,49 @@ def test_even_without_the_lock_concurrent_expiry_transitions_each_record_once(ma
     assert sum(results) == len(ids)
     assert history.objects.filter(id__in=ids, history_change_reason="job.expire").count() == len(ids)
     assert MemoryRecord.objects.filter(pk__in=ids, version=2).count() == len(ids)
+
+
+@pytest.mark.parametrize("walk", [None, "index", "blocks"])
+def test_a_record_a_reviewer_is_transitioning_during_the_run_keeps_the_reviewers_transition_only(
+        make_records, history, reviewer_actor, walk):
+    """The run skips the record the reviewer's open transaction holds, without waiting for it, and
+    the reviewer's transition is its only one: one history row, no `job.expire` beside it."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: no transaction holds a record while the job runs")
+    from django.db import transaction
+
+    from memory.services import memory_expire_due, memory_retire
+
+    ids = make_records(30)
+    held = ids[11]
+    holding, release, committed = threading.Event(), threading.Event(), threading.Event()
+
+    def reviewer() -> None:
+        try:
+            with transaction.atomic():
+                memory_retire(record_id=held, expected_version=1, actor=reviewer_actor)
+                holding.set()
+                release.wait(15)
+            committed.set()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=reviewer)
+    thread.start()
+    try:
+        assert holding.wait(15)
+        now = MemoryRecord.objects.latest("expires_at").expires_at
+        assert memory_expire_due(actor=ACTOR, now=now, batch_size=4, walk=walk) == 29
+        assert not committed.is_set()  # the run did not wait for the reviewer
+    finally:
+        release.set()
+        thread.join(20)
+    assert committed.is_set()
+    rows = history.objects.filter(id=held, version=2)
+    assert list(rows.values_list("history_change_reason", "status")) == [("review.retire", Status.EXPIRED)]
+    assert not history.objects.filter(id=held, history_change_reason="job.expire").exists()
+    others = [pk for pk in ids if pk != held]
+    assert history.objects.filter(id__in=others, history_change_reason="job.expire").count() == 29
+    assert MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED, version=2).count() == 30
+    # The next run finds nothing: the retired record is no longer due.
+    assert memory_expire_due(actor=ACTOR, now=now, walk=walk) == 0

@@ -7,9 +7,10 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.jobs import run_job
-from governance.jobs.expire import expire
+from governance.jobs.expire import ACTOR, expire
 from governance.models import JobRun
 from memory.models import MemoryRecord, Status
+from memory.services import memory_expire_due
 
 pytestmark = pytest.mark.django_db
 
@@ -50,19 +51,75 @@ def test_records_coming_due_during_a_run_wait_for_the_next_run(make_records):
 
 
 def test_expiry_writes_in_batches_not_per_record(make_records, django_assert_max_num_queries):
+    if connection.vendor == "postgresql":
+        # Along the expiry index, per batch of 20 one statement (select and lock, update, copy into
+        # history), and a fourth that finds nothing left; through the table, one per range of
+        # pages, however many records it holds. Besides, the table's size (and, to choose the
+        # walk, the due records counted): one statement per record would be 60 or more.
+        for walk, most in (("index", 5), ("blocks", 12)):
+            make_records(60)
+            with django_assert_max_num_queries(most * 3) as captured:
+                assert memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=20, walk=walk) == 60
+            batches = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("WITH")]
+            assert 0 < len(batches) <= most
+            assert all("AS (UPDATE " in sql and "AS (INSERT INTO " in sql for sql in batches)
+            assert all(("ctid >=" in sql) == (walk == "blocks") for sql in batches)
+            others = {q["sql"].split()[0] for q in captured.captured_queries if not q["sql"].startswith("WITH")}
+            assert others <= {"SAVEPOINT", "RELEASE", "SELECT"}  # the SELECTs: the table's size
+            assert sum(q["sql"].startswith("SELECT") for q in captured.captured_queries) <= 3
+        return
     make_records(60)
-    # per batch of 20: a locking read, one UPDATE, one history INSERT (and savepoint statements);
-    # one statement per record would be 60 or more
+    # per batch of 20: a locking read, one UPDATE, one history INSERT (and savepoint statements)
     with django_assert_max_num_queries(30) as captured:
         assert expire(now=timezone.now(), batch_size=20) == {"expired": 60}
     statements = [query["sql"].split()[0].upper() for query in captured.captured_queries]
     # three full batches, and a fourth locking read that finds nothing left
     assert [s for s in statements if s == "SELECT"] == ["SELECT"] * 4
-    if connection.vendor == "postgresql":  # per batch one statement: update, copy into history
-        batches = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("WITH")]
-        assert len(batches) == 3 and all("AS (UPDATE " in sql and " INSERT INTO " in sql for sql in batches)
-    else:
-        assert (statements.count("UPDATE"), statements.count("INSERT")) == (3, 3)
+    assert (statements.count("UPDATE"), statements.count("INSERT")) == (3, 3)
+
+
+def test_postgresql_walks_the_table_when_many_are_due_and_the_index_when_few(make_records, history,
+                                                                              django_assert_max_num_queries):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite walks the expiry index")
+    make_records(300, expired=False)
+    few = make_records(2)
+    with django_assert_max_num_queries(20) as captured:
+        assert expire(now=timezone.now(), batch_size=1000) == {"expired": 2}
+    assert any("ORDER BY expires_at, id LIMIT" in q["sql"] for q in captured.captured_queries)
+    assert not any("ctid >=" in q["sql"] for q in captured.captured_queries)
+    many = make_records(300)
+    with django_assert_max_num_queries(40) as captured:
+        assert expire(now=timezone.now(), batch_size=1000) == {"expired": 300}
+    assert any("ctid >=" in q["sql"] for q in captured.captured_queries)
+    rows = history.objects.filter(id__in=few + many, history_change_reason="job.expire")
+    assert rows.count() == rows.values("id").distinct().count() == 302
+
+
+@pytest.mark.parametrize("walk", ["index", "blocks"])
+def test_either_walk_expires_only_due_active_or_quarantined_records_once(make_records, history, walk):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one walk")
+    due = make_records(7) + make_records(4, status=Status.QUARANTINED)
+    kept = make_records(3, expired=False) + make_records(3, status=Status.REJECTED)
+    assert memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=2, walk=walk) == 11
+    assert memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=2, walk=walk) == 0
+    assert set(MemoryRecord.objects.filter(pk__in=due).values_list("status", "version")) == {(Status.EXPIRED, 2)}
+    assert set(MemoryRecord.objects.filter(pk__in=kept).values_list("version", flat=True)) == {1}
+    rows = history.objects.filter(id__in=due + kept, history_change_reason="job.expire")
+    assert sorted(rows.values_list("id", flat=True)) == sorted(due)
+    assert set(rows.values_list("history_actor", "status", "version")) == {("job:expire", Status.EXPIRED, 2)}
+
+
+@pytest.mark.parametrize("walk", ["index", "blocks"])
+def test_max_batches_stops_a_walk_and_the_next_run_goes_on(make_records, history, walk):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one walk")
+    ids = make_records(40)
+    first = memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=5, walk=walk, max_batches=1)
+    assert first < 40  # one batch (a range of pages may hold none)
+    assert first + memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=5, walk=walk) == 40
+    assert history.objects.filter(id__in=ids, history_change_reason="job.expire").count() == 40
 
 
 def test_records_sharing_one_expiry_moment_all_expire_across_batches_once_each(make_records, history):
@@ -72,5 +129,17 @@ def test_records_sharing_one_expiry_moment_all_expire_across_batches_once_each(m
     # Batches of 5 walk (expires_at, id) past the previous batch: ties on expires_at split by id.
     assert expire(now=timezone.now(), batch_size=5) == {"expired": 23}
     assert MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED).count() == 23
+    assert history.objects.filter(id__in=ids, history_change_reason="job.expire").values("id").distinct().count() == 23
+    assert history.objects.filter(id__in=ids, history_change_reason="job.expire").count() == 23
+
+
+@pytest.mark.parametrize("walk", ["index", "blocks"])
+def test_sharing_one_expiry_moment_either_postgresql_walk_expires_each_once(make_records, history, walk):
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one walk")
+    ids = make_records(23)
+    moment = timezone.now() - timedelta(minutes=5)
+    MemoryRecord.objects.filter(pk__in=ids).update(created_at=moment - timedelta(hours=1), expires_at=moment)
+    assert memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=5, walk=walk) == 23
     assert history.objects.filter(id__in=ids, history_change_reason="job.expire").values("id").distinct().count() == 23
     assert history.objects.filter(id__in=ids, history_change_reason="job.expire").count() == 23
