@@ -80,10 +80,15 @@ import os, signal, sys, time
 # be told to stop before the child first runs, and SIGUSR1's default action would kill it (-10).
 signal.signal(signal.SIGTERM, lambda *a: (print("child got SIGTERM", flush=True), os._exit(9)))
 signal.signal(signal.SIGUSR1, lambda *a: os._exit(0))
+# The child says it runs before the parent says "up": a signal that reaches a child still inside
+# fork() is dropped when Python clears the pending signals of the new process.
+ready_read, ready_write = os.pipe()
 pid = os.fork()
 if pid == 0:
+    os.write(ready_write, b"x")
     while True:
         time.sleep(1)
+os.read(ready_read, 1)
 def stop(*args):
     os.kill(pid, signal.SIGUSR1)
     sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
