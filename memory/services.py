@@ -84,8 +84,14 @@ def _bulk_transition(ids: list[uuid.UUID], *, target: str, now: datetime, actor:
         return 0
     changed = MemoryRecord.objects.filter(pk__in=ids).update(status=target, status_changed_at=now, version=F("version") + 1)
     _copy_into_history(ids, history_date=now, actor=actor, reason=reason, note=note)
-    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), changed)
+    _count_moved(reason, changed)
     return changed
+
+
+def _count_moved(reason: str, changed: int) -> None:
+    """Count a bulk move in the transitions metric, by the transition its history reason names
+    (`job.expire` -> expire; a lineage forget counts as a forget)."""
+    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), changed)
 
 
 def _bulk_transition_in_place(selected: QuerySet, *, target: str, now: datetime, actor: Actor, reason: str,
@@ -102,7 +108,7 @@ def _bulk_transition_in_place(selected: QuerySet, *, target: str, now: datetime,
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         changed = cursor.fetchone()[0]
-    count_on_commit(TRANSITION_COUNT, reason.split(".", 1)[-1].removesuffix("_lineage"), changed)
+    _count_moved(reason, changed)
     return changed
 
 
@@ -749,9 +755,9 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
     stamp = connection.ops.adapt_datetimefield_value(now)
     due = "status = ANY(%s) AND expires_at <= %s"
     due_params = [allowed_from, stamp]
+    size = "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int"  # the table's pages
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int, "
-                       "greatest(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", [table, table])
+        cursor.execute(f"{size}, greatest(reltuples, 0) FROM pg_class WHERE oid = %s::regclass", [table, table])
         pages, tuples = cursor.fetchone()
         if walk is None:
             # Counted along the expiry index, and never more than `pages`: cheap when few are due.
@@ -769,7 +775,7 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
         while max_batches is None or batches < max_batches:
             if start >= pages:
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int", [table])
+                    cursor.execute(size, [table])
                     pages = cursor.fetchone()[0]
                 if start >= pages:
                     break
@@ -779,7 +785,7 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
                 cursor.execute(f"WITH selected (at) AS MATERIALIZED ({selected}), {moved}",
                                [f"({start},0)", f"({start + step},0)", *due_params, *moved_params])
                 done = cursor.fetchone()[0]
-                count_on_commit(TRANSITION_COUNT, "expire", done)
+                _count_moved(reason, done)
             total += done
             start += step
             batches += 1
@@ -800,7 +806,7 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
                     f"ORDER BY expires_at DESC, at DESC LIMIT 1) last",
                     [*due_params, *(after or ()), batch_size, *moved_params])
                 row = cursor.fetchone()
-                count_on_commit(TRANSITION_COUNT, "expire", row[0] if row else 0)
+                _count_moved(reason, row[0] if row else 0)
             if row is None:
                 break
             done, selected_count, *last = row

@@ -400,6 +400,7 @@ class _Postgres:
         bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered)]
         common_bound = sum(bounds[len(rare):])
         sources = []
+
         def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> Source:
             return Source(lexical_bound + stats.prior_bound, self._step(index, scope, stats, words, idfs, include, exclude))
 
