@@ -32,7 +32,10 @@ def _recall(credential, **body):
     return recall(credential=credential, q=parse_recall({"purpose": "support", **body}))
 
 
-def test_only_active_unexpired_valid_records_of_the_scope_are_recalled(write, credential, tenant, make_credential):
+# Within a subject, the statement that scores the records also counts the words among them,
+# whatever their time: the time filters apply to what it returns.
+@pytest.mark.parametrize("subject", [None, "customer/acme"])
+def test_only_active_unexpired_valid_records_of_the_scope_are_recalled(subject, write, credential, tenant, make_credential):
     active = write(content="Acme prefers email for invoices.")
     write(content="Acme prefers email, quarantined.", authority="agent", provenance={"source_type": "agent_inference"})
     write(content="Acme prefers email, not valid yet.", valid_from=(timezone.now() + timedelta(days=1)).isoformat())
@@ -40,8 +43,25 @@ def test_only_active_unexpired_valid_records_of_the_scope_are_recalled(write, cr
     MemoryRecord.objects.filter(pk=expired.pk).update(created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(seconds=1))
     other_agent = make_credential(tenant, agent_slug="sales-bot")
     write(credential_=other_agent, content="Acme prefers email, other agent.")
-    result = _recall(credential, query="email")
-    assert [item.record.pk for item in result.items] == [active.pk]
+    elsewhere = write(content="Acme prefers email, another subject.", subject="customer/globex")
+    result = _recall(credential, query="email", **({"subject": subject} if subject else {}))
+    assert {item.record.pk for item in result.items} == ({active.pk} if subject else {active.pk, elsewhere.pk})
+
+
+@pytest.mark.parametrize("subject", [None, "customer/acme"])
+def test_the_ranking_itself_yields_no_record_outside_its_time(subject, write, credential):
+    # Recall's loading query would drop such rows anyway: this checks the index's own filter, which
+    # within a subject applies after the words are counted over every record.
+    timely = write(content="Acme prefers email for invoices.")
+    write(content="Acme prefers email, not valid yet.", valid_from=(timezone.now() + timedelta(days=1)).isoformat())
+    expired = write(content="Acme prefers email, expired.", ttl_seconds=60)
+    MemoryRecord.objects.filter(pk=expired.pk).update(created_at=timezone.now() - timedelta(hours=2),
+                                                      expires_at=timezone.now() - timedelta(seconds=1))
+    scope = ranking.Scope(tenant_id=credential.agent.tenant_id, agent_id=credential.agent.pk, purpose="support",
+                          now=timezone.now(), subject=subject)
+    ranked = ranking.rank(active_index(), scope, "email")
+    assert [row.record_id for row in ranked] == [timely.pk]
+    assert ranked.scope_size == 3  # the collection still counts them until the sweep
 
 
 def test_lexical_relevance_ranks_matching_content_first(write, credential):
@@ -280,9 +300,14 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
 
 
 # PostgreSQL chooses how to find the best rows (ranking._Postgres.sources); each choice must give
-# the same rows in the same order: the whole scope scored in one statement is the reference. (On
-# SQLite, which ranks in one way, the test checks reading a few rows at a time.)
+# the same rows in the same order: the whole scope scored in one statement is the reference (within
+# a subject: with each word's df counted by that statement). (On SQLite, which ranks in one way,
+# the test checks reading a few rows at a time.)
 STRATEGIES = {
+    "within a subject: matches scored with their df counted, the rest walked": {"SMALL_SCOPE": 0},
+    "within a subject: df counted through the GIN index first": {"NARROW_COUNTED": 0},
+    "within a subject: df by GIN counts, per combination of terms": {"NARROW_COUNTED": 0, "SMALL_SCOPE": 0,
+                                                                      "COMMON_SHARE": 2.0},
     "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
     "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
     "every term common (walk by priors)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.0},
@@ -299,23 +324,26 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
         # Words from a skewed spread (the first ones in most records), some repeated (tf > 1).
         text = " ".join(vocabulary[min((n * 7 + k * 3) % 11, (n + k) % 8)] for k in range(1 + n % 6))
         record = write(content=f"{text} {'roadtrip' if n % 9 == 0 else ''} note {n}.", confidence=round(0.2 + (n % 8) / 10, 2),
-                       authority="agent" if n % 5 == 0 else "user",
+                       authority="agent" if n % 5 == 0 else "user", subject="customer/acme" if n % 3 else "customer/globex",
                        provenance={"source_type": "agent_inference"} if n % 5 == 0 else {})
         MemoryRecord.objects.filter(pk=record.pk).update(confirmed_at=now - timedelta(days=(n * 13) % 90, minutes=n))
     MemoryRecord.objects.filter(status="quarantined").update(status="active")  # the agent's own inferences too
-    queries = [("roadtrip coast lunch acme", 50), ("roadtrip email portal office invoice", 7), ("coast", 4), ("unknown words", 5)]
-    def ranked(query: str, limit: int) -> list[tuple]:  # at one moment, so recency cannot move between calls
-        q = parse_recall({"purpose": "support", "query": query, "limit": limit})
+    # (query, limit, subject): the subject's queries read past the matches into the records holding none of the words.
+    queries = [("roadtrip coast lunch acme", 50, None), ("roadtrip email portal office invoice", 7, None), ("coast", 4, None),
+               ("unknown words", 5, None), ("roadtrip coast lunch acme", 40, "customer/acme"),
+               ("email portal invoice", 12, "customer/acme"), ("coast office", 20, "customer/globex")]
+    def ranked(query: str, limit: int, subject: str | None) -> list[tuple]:  # at one moment, so recency cannot move between calls
+        q = parse_recall({"purpose": "support", "query": query, "limit": limit, **({"subject": subject} if subject else {})})
         return [(i.record.pk, i.score_parts) for i in recall(credential=credential, q=q, now=now).items]
 
-    reference = {query: ranked(query, limit) for query, limit in queries}
+    reference = {query: ranked(*query) for query in queries}
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
     monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
     for name, value in STRATEGIES[strategy].items():
         monkeypatch.setattr(ranking, name, value)
-    for query, limit in queries:
-        assert len(reference[query]) == limit
-        assert ranked(query, limit) == reference[query], query
+    for query in queries:
+        assert len(reference[query]) == query[1]
+        assert ranked(*query) == reference[query], query
 
 
 def test_a_record_without_the_words_comes_before_a_weaker_match_when_its_priors_are_higher(write, credential, monkeypatch):
