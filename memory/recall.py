@@ -137,7 +137,7 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
     for attempt in (1, 2):
         lexical, similar_index, unavailable = _serving(index)
         try:
-            result = _fill(lexical, scope, candidates.select_related("kind"), q, similar_index)
+            result = _fill(lexical, scope, candidates.select_related("kind").order_by(), q, similar_index)
             result.semantic_unavailable = unavailable
             break
         except DatabaseError:

@@ -69,6 +69,8 @@ FIRST_FETCH = 50  # rows a stream reads at first; it reads 4x more each time a c
 COMMON_SHARE = 0.25  # PostgreSQL: a term in this share of the scope's records is scored by the walk by priors
 SMALL_SCOPE = 500  # PostgreSQL: a scope this small is scored whole, in one statement
 SUBSET_TERMS = 6  # PostgreSQL: up to this many rarer terms, one source per combination of them (else per term)
+WALK_SHARE = 0.25  # PostgreSQL: the walk of the one-term sets reads at most this share of their records
+SEVERAL_WHOLE = 5000  # PostgreSQL: records expected (terms independent) to hold two rarer terms, at most, to find them in one statement
 NARROW_COUNTED = 20_000  # PostgreSQL: a subject or kinds scope this small counts df where it scores
 
 
@@ -126,6 +128,13 @@ def term_bound(weight: float, max_tf: int | None, *, k1: float, b: float, avgdl:
     if max_tf is None or avgdl <= 0:
         return weight * (k1 + 1)
     return term_score(weight, max_tf, k1=k1, b=b, doclen=1.0, avgdl=avgdl)
+
+
+def _expected_several(shares: Sequence[float]) -> float:
+    """The share of records holding at least two of the terms, were they independent."""
+    none = math.prod(1 - p for p in shares)
+    one = sum(p * math.prod(1 - q for k, q in enumerate(shares) if k != i) for i, p in enumerate(shares))
+    return max(0.0, 1 - none - one)
 
 
 @dataclass(frozen=True)
@@ -414,17 +423,50 @@ class _Postgres:
         def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> Source:
             return Source(lexical_bound + stats.prior_bound, self._step(index, scope, stats, words, idfs, include, exclude))
 
-        if len(rare) <= SUBSET_TERMS:
-            for size in range(1, len(rare) + 1):
+        none_query = self._subset_query(words, (), range(len(rare)))
+
+        def none_walk(after: tuple | None = None) -> Source:
+            return Source(common_bound + stats.prior_bound,
+                          lambda: self._by_priors(index, scope, stats, words, idfs, none_query, common_bound, after=after))
+
+        if len(rare) > SUBSET_TERMS:
+            for i in range(len(rare)):
+                sources.append(source([i], range(i), sum(bounds[i:])))
+            return [*sources, none_walk()]
+        several = " | ".join(f"({_tsquery_lexeme(words[i])} & {_tsquery_lexeme(words[j])})"
+                             for i, j in combinations(range(len(rare)), 2))
+        if several and _expected_several([term.df / stats.records for term in rare]) * stats.records <= SEVERAL_WHOLE:
+            # Few records are expected to hold two of the rarer terms: one statement finds them
+            # all (one pass over the terms' postings, where a statement per combination makes one
+            # each, 10 ms apiece for the common words of a large purpose, often to find none).
+            sources.append(Source(sum(bounds) + stats.prior_bound,
+                                  self._step(index, scope, stats, words, idfs, (), (), query=f"({several})")))
+        else:
+            for size in range(2, len(rare) + 1):
                 for include in combinations(range(len(rare)), size):
                     exclude = [j for j in range(len(rare)) if j not in include]
                     sources.append(source(include, exclude, sum(bounds[j] for j in include) + common_bound))
-        else:
-            for i in range(len(rare)):
-                sources.append(source([i], range(i), sum(bounds[i:])))
-        query = self._subset_query(words, (), range(len(rare)))
-        sources.append(Source(common_bound + stats.prior_bound,
-                              lambda: self._by_priors(index, scope, stats, words, idfs, query, common_bound)))
+        if not rare:
+            return [*sources, none_walk()]
+
+        def whole(after: tuple, pending: list[Ranked]) -> Iterator[Ranked]:
+            # The walk gave up at `after`: what it read and did not yield, then each rarer term's
+            # records older than that (scored whole), and the records holding none of them, walked on.
+            rest = [Source(max(row.score for row in pending) + BOUND_SLACK, lambda: iter(pending))] if pending else []
+            for j in range(len(rare)):
+                others = [k for k in range(len(rare)) if k != j]
+                rest.append(Source(bounds[j] + common_bound + stats.prior_bound,
+                                   self._step(index, scope, stats, words, idfs, (j,), others, before=after)))
+            return merge([*rest, none_walk(after)])
+
+        # The records holding at most one of the rarer terms: walked by their priors first, given up
+        # for `whole` once the walk has read WALK_SHARE of what scoring those sets would read, or
+        # once its bound shows it cannot yield a row before reading them all.
+        lexical_bound = max(bounds[:len(rare)]) + common_bound
+        budget = max(self.PAGE, int(WALK_SHARE * sum(term.df for term in rare)))
+        sources.append(Source(lexical_bound + stats.prior_bound, lambda: self._by_priors(
+            index, scope, stats, words, idfs, f"!({several})" if several else "", lexical_bound, budget=budget,
+            give_up=whole)))
         return sources
 
     def _counted_sources(self, index: SearchIndex, scope: Scope, stats: Statistics, words: list[str]) -> list[Source]:
@@ -481,17 +523,23 @@ class _Postgres:
         return " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
                            *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
 
-    def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int]) -> Callable[[], Iterator[Ranked]]:
+    KEYSET = "(d.confirmed_at, d.record_id) < (%(after_at)s::timestamptz, %(after_id)s)"  # older than a walk's position
+
+    def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
+              before: tuple | None = None, query: str = "") -> Callable[[], Iterator[Ranked]]:
         """The scope's records containing every term of `include` and none of `exclude` (indexes
-        into `words`), scored on all the words, in rank order."""
-        query = " & ".join(filter(None, [self._scope_tsquery(scope), self._subset_query(words, include, exclude)]))
+        into `words`) and matching `query` (a tsquery, if given), scored on all the words, in rank
+        order; only those older than a walk's position `before` ((confirmed_at as text, record
+        id)), if given."""
+        query = " & ".join(filter(None, [self._scope_tsquery(scope), self._subset_query(words, include, exclude), query]))
         counts, lexical, terms = self._lexical(words, idfs)
         sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {self._matching(index)} "
-               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f WHERE {self._where(scope)} "
-               f"OFFSET 0) ranked {ORDER_SQL} LIMIT %(limit)s")
+               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f WHERE {self._where(scope)}"
+               f"{f' AND {self.KEYSET}' if before else ''} OFFSET 0) ranked {ORDER_SQL} LIMIT %(limit)s")
+        position = {"after_at": before[0], "after_id": before[1]} if before else {}
 
         def fetch(limit: int) -> list[Ranked]:
-            params = self._params(index, scope, query=query, avgdl=stats.avgdl or 1.0, limit=limit, **terms)
+            params = self._params(index, scope, query=query, avgdl=stats.avgdl or 1.0, limit=limit, **terms, **position)
             return [_ranked(row) for row in _rows(sql, params)]
 
         return lambda: paged(fetch)
@@ -505,11 +553,16 @@ class _Postgres:
         params = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
         return counts, lexical, params
 
-    def _by_priors(self, index, scope, stats, words, idfs, query: str, lexical_bound: float) -> Iterator[Ranked]:
+    def _by_priors(self, index, scope, stats, words, idfs, query: str, lexical_bound: float, *, after: tuple | None = None,
+                   budget: int | None = None,
+                   give_up: Callable[[tuple, list[Ranked]], Iterator[Ranked]] | None = None) -> Iterator[Ranked]:
         """The scope's records matching `query` (a tsquery; "": all), best first: walked
-        newest-confirmed first, a page at a time, each scored on all the words; a row is yielded
-        once no unread row (confirmed no later than the last read, so with no more recency, and
-        with at most `lexical_bound` from the words) can beat it."""
+        newest-confirmed first (from after the position `after`, if given), a page at a time,
+        each scored on all the words; a row is yielded once no unread row (confirmed no later than
+        the last read, so with no more recency, and with at most `lexical_bound` from the words)
+        can beat it. With `give_up`: once `budget` rows are read, or a page ends with the best row
+        in hand unable to beat even a record confirmed long ago (so nothing could be yielded before
+        the walk's end), the rest comes from `give_up(position, rows read and not yielded)`."""
         where = self._where(scope)
         if query:
             # In a form the GIN index cannot serve: the walk reads the scope's recency index and
@@ -517,27 +570,33 @@ class _Postgres:
             # plan the planner may otherwise pick when its estimates are off).
             where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
         counts, lexical, terms = self._lexical(words, idfs)
-        keyset = " AND (d.confirmed_at, d.record_id) < (%(after_at)s::timestamptz, %(after_id)s)"
+        keyset = f" AND {self.KEYSET}"
         sql = (f"SELECT {self._select(lexical)}, d.confirmed_at::text, d.record_id FROM {index.storage_name} d "
                f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
                f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
         params = self._params(index, scope, query=query, limit=self.PAGE, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
-        pending: list[tuple[tuple, Ranked]] = []
-        after = None
+        # Rows wait as raw tuples under Ranked.sort_key's order (the score summed as Ranked sums it;
+        # ids compare as their text does): only the rows yielded become Ranked, a walk reads thousands.
+        pending: list[tuple[tuple, tuple]] = []
+        read = 0
         while True:
             page = _rows(sql.format(keyset=keyset if after else ""),
                          {**params, "after_at": after[0], "after_id": after[1]} if after else params)
+            read += len(page)
             for row in page:
-                ranked = _ranked(row)
-                heapq.heappush(pending, (ranked.sort_key(), ranked))
+                record_id, lexical, authority, confidence, recency, confirmed = row[:6]
+                heapq.heappush(pending, ((-(lexical + authority + confidence + recency), -lexical, -confirmed, record_id), row))
             exhausted = len(page) < self.PAGE
             unread_bound = -math.inf if exhausted else static_bound + float(page[-1][4])
-            while pending and (exhausted or pending[0][1].score > unread_bound):
-                yield heapq.heappop(pending)[1]
+            while pending and (exhausted or -pending[0][0][0] > unread_bound):
+                yield _ranked(heapq.heappop(pending)[1])
             if exhausted:
                 return
             after = (page[-1][6], page[-1][7])
+            if give_up is not None and (read >= budget or (pending and -pending[0][0][0] <= static_bound)):
+                yield from give_up(after, [_ranked(row) for _, row in sorted(pending)])
+                return
 
 
 # --------------------------------------------------------------------------------------------

@@ -308,10 +308,13 @@ STRATEGIES = {
     "within a subject: df counted through the GIN index first": {"NARROW_COUNTED": 0},
     "within a subject: df by GIN counts, per combination of terms": {"NARROW_COUNTED": 0, "SMALL_SCOPE": 0,
                                                                       "COMMON_SHARE": 2.0},
-    "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
+    "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SEVERAL_WHOLE": 0},
+    "records holding two rarer terms found in one statement": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
     "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
     "every term common (walk by priors)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.0},
     "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
+    "one-term sets walked, given up after a page": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 0.0},
+    "one-term sets walked as long as it helps": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 1e9},
     "per term, some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0},
 }
 
