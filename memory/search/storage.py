@@ -153,6 +153,12 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
                 -- statements): entries stay for the sweep and nothing enters, which the general
                 -- case below would find too, comparing every watched column of every row.
                 NULL;
+              ELSIF NOT EXISTS (SELECT 1 FROM old_rows WHERE status IN ('active', 'expired'))
+                    AND NOT EXISTS (SELECT 1 FROM new_rows WHERE status = 'active') THEN
+                -- No row had an entry or gets one (forget propagation blanking forgotten records,
+                -- a quarantined record's edits): the general case would find nothing to delete
+                -- or insert, after comparing every row and running the statistics triggers.
+                NULL;
               ELSE
                 DELETE FROM {name} WHERE record_id IN ({left});
                 INSERT INTO {name} ({columns}) {_pg_select('n', config, source=entered)}
@@ -200,10 +206,19 @@ def pg_upgrade_triggers(name: str, recipe: dict) -> None:
     # what forget removed.
     _execute(f"DELETE FROM {name}_stats WHERE docs <= 0")
     _execute(f"DELETE FROM {name}_terms WHERE docs <= 0")
-    _execute(f"DROP INDEX IF EXISTS {name}_expiry")
-    _execute(f"CREATE INDEX {name}_expiry ON {name} (expires_at, record_id)")
+    if not _index_is(f"{name}_expiry", "(expires_at, record_id)"):  # (migration 0013's change)
+        _execute(f"DROP INDEX IF EXISTS {name}_expiry")
+        _execute(f"CREATE INDEX {name}_expiry ON {name} (expires_at, record_id)")
     _execute(f"ALTER INDEX IF EXISTS {name}_vector SET (fastupdate = off)")
     _execute(f"SELECT gin_clean_pending_list('{name}_vector'::regclass) WHERE to_regclass('{name}_vector') IS NOT NULL")
+
+
+def _index_is(name: str, columns: str) -> bool:
+    """Whether the index `name` exists on exactly `columns` (as pg_indexes spells them)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s", [name])
+        row = cursor.fetchone()
+    return row is not None and row[0].endswith(f"USING btree {columns}")
 
 
 # Authorities present in a bucket, as bits (a bound for the priors; a bit is never cleared).
@@ -257,7 +272,11 @@ def _pg_stats_triggers(name: str) -> list[str]:
         removed.append(f"PERFORM 1 FROM {name}_{table} s JOIN ({aggregate}) o ON {match} ORDER BY {order} FOR UPDATE OF s;\n"
                        f"UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM ({aggregate}) o WHERE {match};\n"
                        f"DELETE FROM {name}_{table} s USING ({aggregate}) o WHERE {match} AND s.docs <= 0;")
-    body = {"add": added, "remove": "\n".join(removed), "change": "\n".join(removed) + "\n" + added}
+    # A statement that changed no entry (the sync trigger's delete of records that had none, say)
+    # returns at once: each aggregate above is planned and run even over an empty table.
+    body = {"add": f"IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;\n{added}",
+            "remove": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed),
+            "change": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed) + "\n" + added}
     sql = []
     for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
                                       "remove": ("DELETE", "OLD TABLE AS old_rows"),
