@@ -25,17 +25,26 @@ whose total is lower); a query without usable terms is ranked by the priors alon
 
 How the rows are found without scoring the whole scope:
 - PostgreSQL: N, avgdl and the priors' bound come from the index's statistics table; across a
-  purpose, df(t) and the highest tf of each term from its terms table (a lookup), within a subject
-  or kinds df(t) from GIN counts. A term's bound is its BM25 part at that highest tf. The scope is
-  cut into disjoint sources, each with the most any of its records can score, and a source is read
-  only when the best row in hand no longer beats its bound (threshold algorithm): one source per
-  combination of the rarer query terms (the records containing exactly those), or per term rarest
-  first when there are many (MaxScore), and the records containing none of them, walked
-  newest-confirmed first and scored on the common terms (a term in a quarter of the scope adds
-  little against the priors), a row yielded once no unread one can beat it. So four words
-  that each open a sixth of the scope are settled by the few records holding all four, a rare word
-  by its own records, and a scope of a few hundred records (a subject's) is scored in one
-  statement. The result is exact; only the amount of work depends on the data.
+  purpose, df(t) and the highest tf of each term from its terms table (a lookup). A term's bound
+  is its BM25 part at that highest tf. Within a subject or kinds of at most NARROW_COUNTED
+  records, one statement reads the records holding any of the words, counts each word's df among
+  them and scores them (every record, in a scope of at most SMALL_SCOPE); the rest are
+  walked by their priors only if one of them could still come first. Otherwise (a purpose, or a
+  larger narrowed scope, whose df are GIN counts) the scope is cut into disjoint sources, each
+  with the most any of its records can score, and a source is read only when the best row in hand
+  no longer beats its bound (threshold algorithm):
+  - the records holding two or more of the rarer query terms: one source per combination of
+    them, or one statement for all when few such records are expected (terms independent);
+  - the records holding at most one of them: one walk, newest-confirmed first, each row scored on
+    every word and yielded once no unread one can beat it; given up, where it stopped, for each
+    rarer term's records scored whole (and the none-of-them records walked on) once it has read
+    WALK_SHARE of what that would read, or once its best row cannot beat its bound;
+  - with more rarer terms than SUBSET_TERMS: one source per term, rarest first (MaxScore), and
+    the records holding none of them walked.
+  A term in COMMON_SHARE of the scope or more only adds to the bounds (its idf is low). So four
+  words that each open a sixth of the scope are settled by the few records holding all four, a
+  rare word by its own records, and recent records holding one common-ish word by a page of the
+  walk. The result is exact; only the amount of work depends on the data.
 - SQLite (the embedded default, smaller): every matching record is scored in one statement (FTS5
   matches per term within the scope's tokens; tf counted from `highlight()`), and the rest ranked
   by their priors in another.
@@ -386,22 +395,26 @@ class _Postgres:
         """Disjoint sources whose union is the scope, each with the most any of its records can
         score, opened by `merge` only when needed:
 
-        - The rarer terms (at most SUBSET_TERMS of them): one source per combination of them, the
-          records containing exactly those (of the rarer terms); its bound is what those terms and
-          the common ones can add, plus the priors. Records containing several query terms are
-          found by intersecting postings, and a combination whose bound cannot reach the rows
-          already in hand is never read: when four terms each open a sixth of the scope, the few
-          records holding all four settle the query.
-        - With more rarer terms than that: one source per term, rarest first (MaxScore): the
-          records containing it and none of the rarer ones.
-        - The records containing none of the rarer terms, walked by their priors (newest-confirmed
-          first) and scored on all the words.
-        A set holding a rarer term is scored whole through the GIN index, however large: walking
-        it by its priors reads 1/share records of the scope for each of its own, and, with its
-        bound at the term's highest tf, often most of the scope before it may yield a row (a
-        pair of words in 4% of 100,000 records: 1.2 s walked, 70 ms scored whole).
-        A scope of at most SMALL_SCOPE records (a subject's, typically) is one source, scored in
-        one statement.
+        - A narrowed scope whose df are counted where it is scored (`_counted_sources`).
+        - The records holding two or more of the rarer terms (at most SUBSET_TERMS of them): one
+          source per combination, the records holding exactly those (of the rarer terms), bound
+          by what those terms and the common ones can add, plus the priors; a combination whose
+          bound cannot reach the rows in hand is never read, so when four terms each open a sixth
+          of the scope, the few records holding all four settle the query. When few records are
+          expected to hold two of them (SEVERAL_WHOLE, the terms taken as independent), one
+          statement reads them all instead: a statement per combination passes over the terms'
+          postings again each time, about 10 ms for common words of a large purpose, often to
+          find nothing.
+        - The records holding at most one of them: one walk newest-confirmed first, its bound the
+          largest single term's plus the common terms'. When the words hardly vary in tf, the best
+          of those records are recent and a page settles them; when the bound is loose (a high
+          highest tf), the walk cannot yield before reading most of the scope, so it gives up (see
+          `_by_priors`) for each term's records older than where it stopped, scored whole through
+          the GIN index (a pair of words in 4% of 100,000 records walked to the end: 1.2 s;
+          scored whole: 70 ms), and the records holding none of them, walked on.
+        - With more rarer terms than SUBSET_TERMS: one source per term, rarest first (MaxScore):
+          the records containing it and none of the rarer ones; and the none-of-them walk.
+        A scope of at most SMALL_SCOPE records is one source, scored in one statement.
 
         A term in at least COMMON_SHARE of the scope's records is common: a source of its own
         would score most of the scope to find a few rows, while what it adds is small against the
