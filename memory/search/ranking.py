@@ -349,9 +349,13 @@ class _Postgres:
         if scope.kind_ids is not None:
             where += f" AND {alias}.kind_id = ANY(%(kinds)s)"
         if timely:
-            where += (f" AND {alias}.expires_at > %(now)s AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(now)s)"
-                      f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(now)s)")
+            where += f" AND {self._timely(alias)}"
         return where
+
+    @staticmethod
+    def _timely(alias: str = "d") -> str:
+        return (f"{alias}.expires_at > %(now)s AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(now)s)"
+                f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(now)s)")
 
     def _params(self, index: SearchIndex, scope: Scope, **extra) -> dict:
         return _params(index, scope, kinds=list(scope.kind_ids or ()), **extra)
@@ -364,7 +368,7 @@ class _Postgres:
                 f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, "
                 f"date_part('epoch', d.confirmed_at) AS confirmed_at")
 
-    def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int, int | None]]]:
+    def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int | None, int | None]]]:
         """The scope's statistics and, per word, (df, highest tf), in one statement: N, avgdl and
         the priors' bound from the statistics table; across a purpose df from the terms table;
         within a subject or kinds, where the purpose has the term at all, None (counted by the
@@ -501,15 +505,11 @@ class _Postgres:
         collection counts records past their time too (see the module's docstring), so the rows
         are read regardless of time and only the timely ones ranked."""
         query = self._scope_tsquery(scope) + ("" if every else f" & {_any(words)}")
-        timely = ("d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
-                  "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)")
-        counts, _, terms = self._lexical(words, [])
+        counts, lexical, terms = self._lexical(words, tfs="d", weights=[f"c.w{j}" for j in range(len(words))])
         weights = ", ".join(f"ln(1 + (%(n)s::float8 - count(t{j}) + 0.5::float8) / (count(t{j}) + 0.5::float8)) AS w{j}"
                             for j in range(len(words))) or "1 AS w"
-        lexical = " + ".join(f"(CASE WHEN d.t{j} > 0 THEN c.w{j} * {tf_part_sql(f'd.t{j}', 'd.doclen', '::float8')} ELSE 0 END)"
-                             for j in range(len(words))) or "0.0::float8"
         sql = (f"WITH m AS MATERIALIZED (SELECT d.record_id, d.doclen, d.authority, d.confidence, d.confirmed_at, "
-               f"{timely} AS timely, {counts} "
+               f"{self._timely()} AS timely, {counts} "
                f"FROM {self._matching(index)} WHERE {self._where(scope, timely=False)}), "
                f"c AS MATERIALIZED (SELECT {weights} FROM m) "
                f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM m d CROSS JOIN c WHERE d.timely OFFSET 0) ranked "
@@ -557,11 +557,15 @@ class _Postgres:
 
         return lambda: paged(fetch)
 
-    def _lexical(self, words: list[str], idfs: list[float]) -> tuple[str, str, dict]:
+    def _lexical(self, words: list[str], idfs: Sequence[float] = (), *, tfs: str = "f",
+                 weights: Sequence[str] | None = None) -> tuple[str, str, dict]:
         """(the columns reading each term's tf from the record's lexeme -> occurrences map, the BM25
-        sum over them, as SQL over `d` and its lateral `f`; their parameters)."""
+        sum over them, as SQL over `d` and those columns under the alias `tfs` (its lateral `f`);
+        their parameters). Each term's idf is `idfs` (bound) or, given, the SQL of `weights`."""
+        weights = weights if weights is not None else [f"%(idf{j})s" for j in range(len(words))]
         counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(len(words))) or "1 AS t"
-        lexical = " + ".join(f"(CASE WHEN f.t{j} > 0 THEN %(idf{j})s * {tf_part_sql(f'f.t{j}', 'd.doclen', '::float8')} ELSE 0 END)"
+        lexical = " + ".join(f"(CASE WHEN {tfs}.t{j} > 0 THEN {weights[j]} * "
+                             f"{tf_part_sql(f'{tfs}.t{j}', 'd.doclen', '::float8')} ELSE 0 END)"
                              for j in range(len(words))) or "0.0::float8"
         params = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
         return counts, lexical, params
