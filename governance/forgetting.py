@@ -86,6 +86,9 @@ def registered_artifacts() -> tuple[ForgetArtifact, ...]:
 # A record's provenance strings: where the claim came from, which can name or point at a person as
 # well as the content can. Blanked wherever the content is.
 PROVENANCE_STRING_FIELDS = ("source_uri", "session_id", "turn_id", "tool", "source_version")
+# What a forgotten record or history row no longer holds: the content, its sha256 (a hash of a short
+# claim confirms a guess of it, so it is a copy too) and the provenance strings.
+CONTENT_FIELDS = ("content", "content_hash", *PROVENANCE_STRING_FIELDS)
 
 
 def _history_model():
@@ -125,16 +128,16 @@ class RecordContentArtifact:
         if not record_ids:
             return 0, self._note
         forgotten = MemoryRecord.objects.filter(pk__in=record_id_set(record_ids), status=Status.FORGOTTEN)
-        return scrub_rows(forgotten, blank=("content", *PROVENANCE_STRING_FIELDS)), self._note
+        return scrub_rows(forgotten, blank=CONTENT_FIELDS), self._note
 
-    _note = ("Content and provenance strings (source URI, session, turn, tool, source version) blanked on the "
-             "forgotten records, derived ones included; subject replaced by its keyed fingerprint; content_hash, "
-             "source type and times kept.")
+    _note = ("Content, its sha256 (content_hash) and provenance strings (source URI, session, turn, tool, source "
+             "version) blanked on the forgotten records, derived ones included; subject replaced by its keyed "
+             "fingerprint; source type and times kept.")
 
 
 class HistoryRowsArtifact:
-    """Every django-simple-history row of the records. `content` and the provenance strings are
-    the copy; `history_note` is a reviewer's free text, which may quote the content ("rejected:
+    """Every django-simple-history row of the records. `content`, its hash and the provenance
+    strings are the copy; `history_note` is a reviewer's free text, which may quote the content ("rejected:
     says ..."), so it is blanked too; the subject becomes its fingerprint, as on the record. The
     transition name (history_change_reason), the actor, the user and the time stay: the audit
     trail still shows who did what and when, just not what the memory said or where from."""
@@ -149,10 +152,10 @@ class HistoryRowsArtifact:
         if not record_ids:
             return 0, self._note
         rows = _history_model().objects.filter(id__in=record_id_set(record_ids))
-        return scrub_rows(rows, blank=("content", "history_note", *PROVENANCE_STRING_FIELDS)), self._note
+        return scrub_rows(rows, blank=(*CONTENT_FIELDS, "history_note")), self._note
 
-    _note = ("Content, provenance strings and reviewer notes blanked in every historical row, subject replaced by "
-             "its keyed fingerprint; transition names, actors and times kept.")
+    _note = ("Content, its sha256, provenance strings and reviewer notes blanked in every historical row, subject "
+             "replaced by its keyed fingerprint; transition names, actors and times kept.")
 
 
 class IdempotencyKeysArtifact:

@@ -116,7 +116,8 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     untouched = write(subject="customer/frank", content="Unrelated.", idempotency_key="other-key")
     request = forget_request_create(actor=reviewer_actor, tenant=tenant, subject=SUBJECT, reason="erasure")
     ids = [record.pk for record in records.values()]
-    hashes = dict(MemoryRecord.objects.filter(pk__in=ids).values_list("pk", "content_hash"))
+    hashes = set(MemoryRecord.objects.filter(pk__in=ids).values_list("content_hash", flat=True))
+    assert all(hashes)
     history_rows = history.objects.filter(id__in=ids).count()
 
     run = run_job("propagate_forgets", trigger="run_job")
@@ -131,11 +132,14 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
 
     fingerprints = {subject_fingerprint(tenant.pk, SUBJECT), subject_fingerprint(tenant.pk, "digest/weekly")}
     for record in MemoryRecord.objects.filter(pk__in=ids):
-        assert (record.status, record.content, record.content_hash) == (Status.FORGOTTEN, "", hashes[record.pk])
+        assert (record.status, record.content, record.content_hash) == (Status.FORGOTTEN, "", "")
         assert record.subject in fingerprints
         assert [getattr(record, field) for field in PROVENANCE_STRING_FIELDS] == [""] * 5
     rows = history.objects.filter(id__in=ids)
-    assert set(rows.values_list("content", "history_note", *PROVENANCE_STRING_FIELDS)) == {("",) * 7}
+    assert set(rows.values_list("content", "content_hash", "history_note", *PROVENANCE_STRING_FIELDS)) == {("",) * 8}
+    # the content's sha256 (which confirms a guess of it) is nowhere in the records or their history
+    assert not MemoryRecord.objects.filter(content_hash__in=hashes).exists()
+    assert not history.objects.filter(content_hash__in=hashes).exists()
     assert set(rows.values_list("subject", flat=True)) == fingerprints
     assert "review.promote" in set(rows.values_list("history_change_reason", flat=True))  # the audit trail stays
     assert not IdempotencyKey.objects.filter(record_id__in=ids).exists()
