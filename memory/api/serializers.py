@@ -96,6 +96,28 @@ class RecallItemSerializer(serializers.Serializer):
     tokens = serializers.IntegerField()
     context = serializers.CharField()
 
+    def to_representation(self, item) -> dict:
+        # The fields above define the shape (and the schema); this writes it out directly: recall
+        # answers with ten items or more, and DRF's walk over the fields (and the nested
+        # provenance's) cost 2.4 ms for ten against 0.6 ms. A test holds the two equal.
+        record = item.record
+        return {
+            "id": str(record.id), "kind": record.kind.name, "subject": record.subject, "content": record.content,
+            "authority": record.authority, "trust": record.trust, "confidence": record.confidence,
+            "provenance": {**record.provenance, "observed_at": _timestamp(record.observed_at)},
+            "created_at": _timestamp(record.created_at), "confirmed_at": _timestamp(record.confirmed_at),
+            "expires_at": _timestamp(record.expires_at),
+            "score": item.score, "score_parts": item.score_parts, "tokens": item.tokens, "context": item.context,
+        }
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def _timestamp(value) -> str | None:
+    """A datetime as every DateTimeField of the API writes it."""
+    return None if value is None else _DATETIME.to_representation(value)
+
 
 class RecallResponseSerializer(serializers.Serializer):
     items = RecallItemSerializer(many=True)

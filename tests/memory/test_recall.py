@@ -97,6 +97,23 @@ def test_bad_recall_requests_are_validation_errors(credential):
     assert {"limit", "kinds", "everything"} <= set(exc.value.errors)
 
 
+def test_recall_items_are_written_out_as_their_declared_fields_say(write, credential):
+    """RecallItemSerializer writes its items out directly (for speed): the same data, key for key,
+    as DRF's generic walk over the fields it declares for the schema."""
+    from rest_framework import serializers
+
+    from memory.api.serializers import RecallItemSerializer
+
+    write(content="Prefers email for invoices.")
+    write(content="Prefers email, said once.", provenance={"uri": None, "source_version": "v2", "observed_at": None})
+    items = recall(credential=credential, q=RecallQuery(query="prefers email", purpose="support")).items
+    assert len(items) == 2 and {item.record.observed_at is None for item in items} == {True, False}
+    serializer = RecallItemSerializer()
+    written = [serializer.to_representation(item) for item in items]
+    assert written == [serializers.Serializer.to_representation(serializer, item) for item in items]
+    assert {item["provenance"]["uri"] is None for item in written} == {True, False}
+
+
 def test_recall_marks_last_used(write, credential):
     record = write(content="email please")
     _recall(credential, query="email")
