@@ -87,15 +87,16 @@ def job_seconds(summary: dict) -> float:
 
 
 class Server:
-    """gunicorn on a free port: 2 cores, so 4 sync workers (I/O waits on PostgreSQL)."""
+    """gunicorn on a free port: 2 cores, so 4 sync workers (I/O waits on PostgreSQL). `root`: the
+    checkout to serve (with its .venv), this one unless another is being compared (`bench.ab`)."""
 
-    def __init__(self, dsn: str, workers: int = 4):
+    def __init__(self, dsn: str, workers: int = 4, root: Path = ROOT):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers),
+            [str(root / ".venv/bin/gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers),
              "--log-level", "warning"],
-            cwd=ROOT, env=app_env(dsn), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=root, env=app_env(dsn), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -182,14 +183,21 @@ def active_lexical_index(conn) -> str:
     return f"memory_search_lex_{pk}"
 
 
+def recall_scope(conn) -> tuple[int, int, list[str]]:
+    """The recalling agent's tenant id and agent id, and the subjects subject-scoped recall asks
+    about: its 20 with the most active records."""
+    tenant, agent = conn.execute(
+        "SELECT t.id, a.id FROM memory_tenant t JOIN memory_agent a ON a.tenant_id = t.id "
+        "WHERE t.slug = 'bench-big' AND a.slug = 'agent-0'").fetchone()
+    subjects = [row[0] for row in conn.execute(
+        "SELECT subject FROM memory_memoryrecord WHERE tenant_id = %s AND agent_id = %s AND purpose = 'support' "
+        "AND status = 'active' GROUP BY subject ORDER BY count(*) DESC LIMIT 20", (tenant, agent))]
+    return tenant, agent, subjects
+
+
 def measure_recall(server: Server, token: str, dsn: str, n: int) -> dict:
     with psycopg.connect(dsn) as conn:
-        tenant, agent = conn.execute(
-            "SELECT t.id, a.id FROM memory_tenant t JOIN memory_agent a ON a.tenant_id = t.id "
-            "WHERE t.slug = 'bench-big' AND a.slug = 'agent-0'").fetchone()
-        subjects = [row[0] for row in conn.execute(
-            "SELECT subject FROM memory_memoryrecord WHERE tenant_id = %s AND agent_id = %s AND purpose = 'support' "
-            "AND status = 'active' GROUP BY subject ORDER BY count(*) DESC LIMIT 20", (tenant, agent))]
+        tenant, agent, subjects = recall_scope(conn)
         index = active_lexical_index(conn)
         results = {}
         for scope in ("subject", "purpose"):
