@@ -137,10 +137,10 @@ class RecordContentArtifact:
 
 class HistoryRowsArtifact:
     """Every django-simple-history row of the records. `content`, its hash and the provenance
-    strings are the copy; `history_note` is a reviewer's free text, which may quote the content ("rejected:
-    says ..."), so it is blanked too; the subject becomes its fingerprint, as on the record. The
-    transition name (history_change_reason), the actor, the user and the time stay: the audit
-    trail still shows who did what and when, just not what the memory said or where from."""
+    strings are the copy; `history_note` is a reviewer's free text, which may quote the content
+    ("rejected: says ..."), so it is blanked too; the subject becomes its fingerprint, as on the
+    record. The transition name (history_change_reason), the actor, the user and the time stay:
+    the audit trail still shows who did what and when, just not what the memory said or where from."""
 
     name = "history_rows"
 
