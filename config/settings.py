@@ -122,6 +122,8 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "config.postgresql"  # Django's, with psycopg's compiled timestamp loader
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets the web server, worker and beat share one file without "database is locked".

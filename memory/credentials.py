@@ -9,8 +9,15 @@ credential; dropped at once and again when the change commits, so a request that
 before the commit cannot keep the old state. A revoked token is therefore refused by the next
 request; only a change made outside the app (raw SQL) waits for the entry to expire. Unknown or
 revoked tokens are never cached: they are looked up every time.
+
+In front of the shared cache, each process keeps the credentials it read for LOCAL_SECONDS, so that
+most requests ask neither the database nor the cache (a Redis round trip, about half a millisecond
+a request on the benchmark's machine). A change drops the entry in the process that makes it at
+once, as above, and in every other process within LOCAL_SECONDS: a revoked token is refused within
+a second everywhere.
 """
 
+import time
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -23,6 +30,10 @@ from django.dispatch import receiver
 from memory.models import AgentCredential, hash_token
 
 CREDENTIAL_CACHE_SECONDS = 30
+LOCAL_SECONDS = 1.0
+LOCAL_MAX = 1000  # entries this process keeps at most (it starts again when full)
+
+_local: dict[str, tuple[float, AgentCredential]] = {}  # token hash -> (monotonic time read, credential)
 
 
 def _key(token_hash: str) -> str:
@@ -32,6 +43,10 @@ def _key(token_hash: str) -> str:
 def usable_credential(raw_token: str) -> AgentCredential | None:
     """The unrevoked credential of this raw token (with its agent and tenant), or None."""
     token_hash = hash_token(raw_token)
+    held = _local.get(token_hash)
+    if held is not None and time.monotonic() - held[0] < LOCAL_SECONDS:
+        return held[1]
+    read_at = time.monotonic()
     try:
         credential = cache.get(_key(token_hash))
     except Exception:  # noqa: BLE001 - an entry from another version of the model: look it up again
@@ -41,15 +56,28 @@ def usable_credential(raw_token: str) -> AgentCredential | None:
                       .filter(token_hash=token_hash).first())
         if credential is not None:
             cache.set(_key(token_hash), credential, CREDENTIAL_CACHE_SECONDS)
+    if credential is None:
+        _local.pop(token_hash, None)
+    else:
+        if len(_local) >= LOCAL_MAX:
+            _local.clear()
+        _local[token_hash] = (read_at, credential)
     return credential
 
 
 def forget_cached_credentials(token_hashes: Iterable[str]) -> None:
     """Drop these tokens' entries now and again when the current transaction commits."""
-    keys = [_key(token_hash) for token_hash in token_hashes]
-    if keys:
+    hashes = list(token_hashes)
+    keys = [_key(token_hash) for token_hash in hashes]
+
+    def forget() -> None:
+        for token_hash in hashes:
+            _local.pop(token_hash, None)
         cache.delete_many(keys)
-        transaction.on_commit(lambda: cache.delete_many(keys))
+
+    if keys:
+        forget()
+        transaction.on_commit(forget)
 
 
 def revoke_tokens(tokens: QuerySet, *, at: datetime) -> int:

@@ -33,7 +33,7 @@ from memory.actors import Actor
 from memory.errors import Conflict, ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
 from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Status
-from memory.search import fusion, semantic, storage
+from memory.search import active_indexes, fusion, semantic, storage
 from memory.search.build import serving_index
 from memory.search.models import IndexKind, IndexStatus, SearchIndex
 from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
@@ -135,7 +135,7 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
     scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None,
                   kind_ids=kind_ids)
     for attempt in (1, 2):
-        lexical, similar_index, unavailable = _serving(index)
+        lexical, similar_index, unavailable = _serving(index, fresh=attempt == 2)
         try:
             result = _fill(lexical, scope, candidates.select_related("kind").order_by(), q, similar_index)
             result.semantic_unavailable = unavailable
@@ -152,12 +152,13 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
     return result
 
 
-def _serving(index: SearchIndex | str | None) -> tuple[SearchIndex, SearchIndex | None, str | None]:
+def _serving(index: SearchIndex | str | None, *, fresh: bool = False) -> tuple[SearchIndex, SearchIndex | None, str | None]:
     """(the lexical index, the semantic index to fuse in or None, why the active semantic index
     cannot serve in this process). A named index takes its kind's place; a named semantic index
-    that cannot serve here is an error, an active one falls back to lexical recall."""
+    that cannot serve here is an error, an active one falls back to lexical recall. `fresh`: the
+    active indexes read again, not as this process last saw them (`active_indexes`)."""
     named = serving_index(index) if index is not None else None
-    active = {i.kind: i for i in SearchIndex.objects.filter(status=IndexStatus.ACTIVE)}  # one query for both kinds
+    active = active_indexes(fresh=fresh)
     lexical = active.get(IndexKind.LEXICAL) or serving_index(None)  # (None: the default one, built now)
     if named is not None and named.kind == IndexKind.SEMANTIC:
         chosen, reason = semantic.serving_semantic(named)

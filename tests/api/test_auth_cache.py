@@ -96,3 +96,20 @@ def test_unknown_and_revoked_tokens_are_never_cached(credential, agent_client):
 class _Messages:
     def add(self, *args, **kwargs) -> None:
         pass
+
+
+def test_a_revocation_made_by_another_process_refuses_the_token_here_within_a_second(credential, agent_client, monkeypatch):
+    from django.core.cache import cache
+
+    from memory import credentials
+
+    agent_client.get(MEMORIES)  # this process now holds the credential for LOCAL_SECONDS
+    # Another web process revokes it: the row changes and the shared entry is dropped, but this
+    # process's own copy is not (the process that revokes drops only its own).
+    AgentCredential.objects.filter(pk=credential.pk).update(revoked_at=timezone.now())
+    cache.delete(_key(credential.token_hash))
+    started = credentials.time.monotonic()
+    assert agent_client.get(MEMORIES).status_code == 200
+    monkeypatch.setattr(credentials.time, "monotonic", lambda: started + credentials.LOCAL_SECONDS)
+    assert_problem(agent_client.get(MEMORIES), 401)
+    assert credentials.LOCAL_SECONDS <= 1.0
