@@ -44,6 +44,13 @@ from memory.services import memory_mark_used
 from memory.validation import RecallQuerySerializer, validated
 
 
+# What a recalled record is loaded with: what its item shows (the API's RecallItemSerializer and
+# `context_line`), and no more (a record has 36 columns; fewer to read and to build a model from).
+RECALLED_FIELDS = ("id", "kind__name", "subject", "content", "authority", "trust", "confidence", "source_type",
+                   "source_uri", "session_id", "turn_id", "tool", "source_version", "observed_at", "contaminated",
+                   "created_at", "confirmed_at", "expires_at")
+
+
 @dataclass
 class RecallQuery:
     query: str
@@ -137,7 +144,7 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
     for attempt in (1, 2):
         lexical, similar_index, unavailable = _serving(index, fresh=attempt == 2)
         try:
-            result = _fill(lexical, scope, candidates.select_related("kind").order_by(), q, similar_index)
+            result = _fill(lexical, scope, candidates.select_related("kind").only(*RECALLED_FIELDS).order_by(), q, similar_index)
             result.semantic_unavailable = unavailable
             break
         except DatabaseError:

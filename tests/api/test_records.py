@@ -204,3 +204,31 @@ def test_agents_confirm_only_with_the_capability(write, agent_client, client_for
     assert body["confirmed_at"] > record.confirmed_at.isoformat().replace("+00:00", "Z")
     last = MemoryRecord.history.filter(id=record.pk).latest("history_date")
     assert (last.history_change_reason, last.history_actor) == ("agent.confirm", "agent:acme/support-bot")
+
+
+def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_every_field(write, agent_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(12):
+        write(content=f"Invoice note {n}: the customer wants invoices by email.", subject="customer/acme",
+              provenance={"source_type": "user_turn", "uri": "https://crm.example/1", "session_id": "s1", "turn_id": str(n),
+                          "tool": "crm", "source_version": "v2", "observed_at": "2026-11-01T10:00:00Z"})
+    agent_client.post(RECALL, {"purpose": "support", "query": "invoice"}, format="json")  # credential, default index
+
+    def recall(limit: int) -> tuple[list[str], list[dict]]:
+        with CaptureQueriesContext(connection) as queries:
+            response = agent_client.post(RECALL, {"purpose": "support", "query": "invoice email", "limit": limit}, format="json")
+        assert response.status_code == 200
+        return [query["sql"] for query in queries], response.json()["items"]
+
+    (few, two), (many, ten) = recall(2), recall(10)
+    assert (len(two), len(ten)) == (2, 10)
+    assert len(few) == len(many) <= 8  # index choice, analysis, statistics, ranking, one load, the last-used mark
+    assert sum('FROM "memory_memoryrecord"' in sql for sql in many) == 1
+    item = ten[0]
+    assert item["provenance"] == {"source_type": "user_turn", "uri": "https://crm.example/1", "session_id": "s1",
+                                  "turn_id": item["provenance"]["turn_id"], "tool": "crm", "source_version": "v2",
+                                  "observed_at": "2026-11-01T10:00:00Z", "contaminated": False}
+    assert {key for key, value in item.items() if value in (None, "", [])} == set()
+    assert item["kind"] and item["context"].startswith(f"[{item['kind']} | {item['authority']} | confirmed ")
