@@ -328,6 +328,7 @@ class _Postgres:
     RECENCY = (f"power(0.5::float8, greatest(0.0, date_part('epoch', %(now)s - d.confirmed_at) / 86400.0) "
                f"/ {RECENCY_HALF_LIFE_DAYS!r})")
     PAGE = 500  # rows the priors-only walk reads at a time
+    PAGE_BEST = 50  # rows of a page loaded at first: its best (the rest when the walk needs them)
 
     def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
         rows = _rows("SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(text)s)) "
@@ -541,6 +542,7 @@ class _Postgres:
                            *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
 
     KEYSET = "(d.confirmed_at, d.record_id) < (%(after_at)s::timestamptz, %(after_id)s::uuid)"  # older than a walk's position
+    FROM_KEYSET = "(d.confirmed_at, d.record_id) >= (%(last_at)s::timestamptz, %(last_id)s::uuid)"  # down to a page's last row
 
     def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
               before: tuple | None = None, query: str = "") -> Callable[[], Iterator[Ranked]]:
@@ -591,35 +593,79 @@ class _Postgres:
             # plan the planner may otherwise pick when its estimates are off).
             where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
         counts, lexical, terms = self._lexical(words, idfs)
-        keyset = f" AND {self.KEYSET}"
-        # The id as text: a walk loads thousands of rows and yields a few (`_ranked` makes those
-        # UUIDs); it and confirmed_at as text are the keyset of the next page.
-        sql = (f"SELECT {self._select(lexical, record_id='d.record_id::text')}, d.confirmed_at::text FROM {index.storage_name} d "
-               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
-               f"WHERE {where}{{keyset}} ORDER BY d.confirmed_at DESC, d.record_id DESC LIMIT %(limit)s")
-        params = self._params(index, scope, query=query, limit=self.PAGE, avgdl=stats.avgdl or 1.0, **terms)
+        rows_sql = (f"SELECT {self._select(lexical)}, d.confirmed_at AS at FROM {index.storage_name} d "
+                    f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
+                    f"WHERE {where}{{range}} ORDER BY d.confirmed_at DESC, d.record_id DESC")
+        # What Python loads of a row: the id as text (only the rows yielded become UUIDs, in
+        # `_ranked`), and confirmed_at as text too, which with the id is a page's keyset.
+        loaded = "p.record_id::text, p.lexical, p.authority, p.confidence, p.recency, p.confirmed_at, p.at::text"
+        # A page returns its PAGE_BEST best rows and the next best (whose score bounds the rest,
+        # read only if the walk needs them), its last row (the walk's position) and how many it
+        # read: most of a page is never yielded, and loading 500 rows into Python cost more than
+        # reading them. (Top-N sorts of the page: a full sort of it cost as much as reading it.)
+        page_sql = (f"WITH p AS MATERIALIZED ({rows_sql} LIMIT %(limit)s) "
+                    f"(SELECT {loaded}, (SELECT count(*) FROM p), false FROM p {ORDER_SQL} LIMIT %(best)s + 1) UNION ALL "
+                    f"(SELECT {loaded}, (SELECT count(*) FROM p), true FROM p ORDER BY p.at, p.record_id LIMIT 1)")
+        held_sql = f"SELECT {loaded} FROM ({rows_sql}) p"
+        params = self._params(index, scope, query=query, limit=self.PAGE, best=self.PAGE_BEST, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
         # Rows wait as raw tuples under Ranked.sort_key's order (the score summed as Ranked sums it,
-        # the id as text as it compares them): only the rows yielded become Ranked, a walk reads thousands.
+        # the id as text as it compares them): only the rows yielded become Ranked.
         pending: list[tuple[tuple, tuple]] = []
+        pushed: set[str] = set()  # ids of the rows put in `pending`
+        # Pages whose rows past their best wait unread: (the most any of them scores, the page's
+        # range: the position before it (None: the walk's start) and its last row's).
+        held: list[tuple[float, tuple | None, tuple]] = []
         read = 0
+
+        def push(rows) -> None:
+            for row in rows:
+                if row[0] not in pushed:
+                    record_id, lexical, authority, confidence, recency, confirmed = row[:6]
+                    heapq.heappush(pending, ((-(lexical + authority + confidence + recency), -lexical, -confirmed, record_id), row))
+                    pushed.add(row[0])
+
+        def read_held(newer: tuple | None, last: tuple) -> None:
+            """Every row of the range (newer than `newer`, down to `last`) not yet in hand."""
+            bounds = [self.FROM_KEYSET] + ([self.KEYSET] if newer else [])
+            position = {"last_at": last[0], "last_id": last[1], **({"after_at": newer[0], "after_id": newer[1]} if newer else {})}
+            push(_rows(held_sql.format(range="".join(f" AND {b}" for b in bounds)), {**params, **position}))
+
+        unread_bound, exhausted, start, checked = math.inf, False, after, True
         while True:
-            page = _rows(sql.format(keyset=keyset if after else ""),
-                         {**params, "after_at": after[0], "after_id": after[1]} if after else params)
-            read += len(page)
-            for row in page:
-                record_id, lexical, authority, confidence, recency, confirmed = row[:6]
-                heapq.heappush(pending, ((-(lexical + authority + confidence + recency), -lexical, -confirmed, record_id), row))
-            exhausted = len(page) < self.PAGE
-            unread_bound = -math.inf if exhausted else static_bound + float(page[-1][4])
-            while pending and (exhausted or -pending[0][0][0] > unread_bound):
+            best = -pending[0][0][0] if pending else -math.inf
+            held_bound = held[0][0] if held else -math.inf
+            if best > unread_bound and best > held_bound:
                 yield _ranked(heapq.heappop(pending)[1])
-            if exhausted:
+            elif held and held_bound >= unread_bound:  # the rows a page held back may come first
+                _, newer, last = held.pop(0)
+                read_held(newer, last)
+            elif exhausted:
                 return
-            after = (page[-1][6], page[-1][0])
-            if give_up is not None and (read >= budget or (pending and -pending[0][0][0] <= static_bound)):
+            elif not checked and (read >= budget or ((pending or held) and max(best, held_bound) <= static_bound)):
+                # Given up (`give_up` was given): every row read and not yielded goes on with the rest.
+                if held:
+                    read_held(start, after)
                 yield from give_up(after, [_ranked(row) for _, row in sorted(pending)])
                 return
+            else:
+                page = _rows(page_sql.format(range=f" AND {self.KEYSET}" if after else ""),
+                             {**params, "after_at": after[0], "after_id": after[1]} if after else params)
+                count = page[0][7] if page else 0
+                read += count
+                exhausted = count < self.PAGE
+                checked = give_up is None or exhausted
+                best_rows = [row for row in page if not row[8]]  # in rank order
+                push(best_rows[:self.PAGE_BEST])
+                if count:
+                    last = page[-1]
+                    if len(best_rows) > self.PAGE_BEST:
+                        held.append((sum(best_rows[self.PAGE_BEST][1:5]), after, (last[6], last[0])))
+                        held.sort(key=lambda h: -h[0])
+                    after = (last[6], last[0])
+                    unread_bound = -math.inf if exhausted else static_bound + float(last[4])
+                else:
+                    unread_bound = -math.inf
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ def small_pages(monkeypatch):
     """Read ranked rows a few at a time, so the paths that read further are taken."""
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
     monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
+    monkeypatch.setattr(ranking._Postgres, "PAGE_BEST", 1)
     monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)  # PostgreSQL: choose sources even for a test-sized scope
 
 
@@ -359,6 +360,7 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
     reference = {query: ranked(*query) for query in queries}
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
     monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
+    monkeypatch.setattr(ranking._Postgres, "PAGE_BEST", 1)  # a page holds back its two weaker rows
     for name, value in STRATEGIES[strategy].items():
         monkeypatch.setattr(ranking, name, value)
     for query in queries:
