@@ -583,8 +583,10 @@ class _Postgres:
         newest-confirmed first (from after the position `after`, if given), a page at a time,
         each scored on all the words; a row is yielded once no unread row (confirmed no later than
         the last read, so with no more recency, and with at most `lexical_bound` from the words)
-        can beat it. With `give_up`: once `budget` rows are read, or a page ends with the best row
-        in hand unable to beat even a record confirmed long ago (so nothing could be yielded before
+        can beat it. Of each page only its best rows are loaded at first; the rest of a page waits
+        under the score of its best row not loaded, and is read before any row it could beat is
+        yielded. With `give_up`: once `budget` rows are read, or a page ends with the best row in
+        hand unable to beat even a record confirmed long ago (so nothing could be yielded before
         the walk's end), the rest comes from `give_up(position, rows read and not yielded)`."""
         where = self._where(scope)
         if query:
