@@ -36,6 +36,8 @@ def _recall(credential) -> tuple[str, list, int]:
 
 
 def test_the_active_indexes_are_read_once_then_held_and_a_promotion_here_applies_at_once(corpus, credential):
+    _recall(credential)  # (builds the default index if this database has none yet)
+    search._forget_active_indexes()
     first_index, first_items, reads = _recall(credential)
     assert first_items and reads == 1
     assert _recall(credential) == (first_index, first_items, 0)
