@@ -35,7 +35,7 @@ from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
 from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Status
 from memory.search import active_indexes, fusion, semantic, storage
 from memory.search.build import serving_index
-from memory.search.models import IndexKind, IndexStatus, SearchIndex
+from memory.search.models import IndexKind, SearchIndex
 from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
     AUTHORITY_WEIGHT, CONFIDENCE_WEIGHT, PARTS, RECENCY_HALF_LIFE_DAYS, Ranked, Scope, rank,
 )
