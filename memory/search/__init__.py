@@ -40,14 +40,13 @@ def active_indexes(*, fresh: bool = False) -> dict[str, SearchIndex]:
     the storage of the index it was given dropped meanwhile asks again with `fresh`. Inside a
     transaction, which may have changed the rows itself, the rows are read every time."""
     global _memo
-    memo = _memo
-    if fresh or connection.in_atomic_block or memo is None or time.monotonic() - memo[0] >= ACTIVE_MEMO_SECONDS:
-        read_at = time.monotonic()
-        active = {index.kind: index for index in SearchIndex.objects.filter(status=IndexStatus.ACTIVE)}
-        if connection.in_atomic_block:
-            return active
-        memo = _memo = (read_at, active)
-    return dict(memo[1])
+    held, now = _memo, time.monotonic()
+    if not fresh and not connection.in_atomic_block and held is not None and now - held[0] < ACTIVE_MEMO_SECONDS:
+        return dict(held[1])
+    active = {index.kind: index for index in SearchIndex.objects.filter(status=IndexStatus.ACTIVE)}
+    if not connection.in_atomic_block:
+        _memo = (now, dict(active))
+    return active
 
 
 @receiver(post_save, sender=SearchIndex, dispatch_uid="memory-search-active-save")

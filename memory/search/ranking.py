@@ -365,11 +365,11 @@ class _Postgres:
     def _params(self, index: SearchIndex, scope: Scope, **extra) -> dict:
         return _params(index, scope, kinds=list(scope.kind_ids or ()), **extra)
 
-    def _select(self, lexical: str, record_id: str = "d.record_id") -> str:
+    def _select(self, lexical: str) -> str:
         # confirmed_at as seconds since the epoch (a float8 holds every microsecond of this era
         # exactly, so the order is the same): thousands of rows a recall, and a timestamp costs
         # far more to load in Python than a float.
-        return (f"{record_id}, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
+        return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
                 f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, "
                 f"date_part('epoch', d.confirmed_at) AS confirmed_at")
 
