@@ -276,6 +276,50 @@ def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_sub
     assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # refilled from the rows there (ann's), then kept in step
 
 
+def _stats(name: str, *, recounted: bool = False) -> dict:
+    source = (f"SELECT tenant_id, agent_id, purpose, subject, kind_id, count(*), sum(doclen) FROM {name} GROUP BY 1, 2, 3, 4, 5"
+              if recounted else f"SELECT tenant_id, agent_id, purpose, subject, kind_id, docs, words FROM {name}_stats")
+    with connection.cursor() as cursor:
+        cursor.execute(source)
+        return {row[:5]: row[5:] for row in cursor.fetchall()}
+
+
+def test_postgresql_a_sweep_batch_that_empties_many_buckets_leaves_exact_statistics(write):
+    # One statement removes every entry of some buckets and some of another's: the emptied buckets
+    # (they name subjects) and the terms no entry holds any more are deleted, the rest decremented.
+    if connection.vendor != "postgresql":
+        pytest.skip("the statistics tables are PostgreSQL's (SQLite counts with FTS5)")
+    name = active_index().storage_name
+    kept = write(content="A roadtrip kept for ann.", subject="customer/ann")
+    due = [write(content=f"Roadtrip {word} for {who}.", subject=f"customer/{who}")
+           for who in ("bob", "erin", "kim") for word in ("xylophonic", "quasarish")]
+    due.append(write(content="Roadtrip zeppelinian for ann.", subject="customer/ann"))
+    MemoryRecord.objects.filter(pk__in=[r.pk for r in due]).update(created_at=timezone.now() - timedelta(hours=1),
+                                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    assert memory_expire_due(actor=Actor.job("expire")) == len(due)
+    assert storage.sweep_expired(name, now=timezone.now(), batch_size=100) == len(due)
+    stats = _stats(name)
+    assert stats == _stats(name, recounted=True)
+    assert {subject for (_, _, _, subject, _) in stats} == {"customer/ann"}
+    assert _terms(name) == _terms_recounted(name)
+    lexemes = {lexeme for (*_, lexeme) in _terms(name)}
+    assert "roadtrip" in lexemes and not lexemes & {"xylophon", "quasarish", "zeppelinian", "bob", "erin", "kim"}
+    assert _storage_rows(active_index()) == 1 and kept.pk
+
+
+def test_postgresql_statistics_tables_leave_room_for_in_place_updates():
+    # Counters every write updates: half of each page free keeps their updates heap-only.
+    if connection.vendor != "postgresql":
+        pytest.skip("the statistics tables are PostgreSQL's")
+    index = active_index()
+    storage.pg_upgrade_triggers(index.storage_name, index.recipe)  # an index from before keeps the setting too
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
+                       [[f"{index.storage_name}_stats", f"{index.storage_name}_terms"]])
+        options = dict(cursor.fetchall())
+    assert len(options) == 2 and all(value == ["fillfactor=50"] for value in options.values()), options
+
+
 def test_the_sweep_job_deletes_the_entries_of_records_the_expire_job_expired_in_time(write, credential):
     from governance.jobs import run_job
 
