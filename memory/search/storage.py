@@ -187,11 +187,12 @@ def pg_upgrade_indexes(search_indexes) -> None:
 
 
 def pg_upgrade_triggers(name: str, recipe: dict) -> None:
-    """Bring an index built by an earlier version up to the current storage (migrations 0008 and
-    0012): its terms table, filled from its rows (once), and the sweep's expiry index; the
+    """Bring an index built by an earlier version up to the current storage (migrations 0008, 0012
+    and 0017): its terms table, filled from its rows (once), and the sweep's expiry index; the
     statistics triggers that keep the terms and delete what a change empties; statement-level
-    triggers on the records that leave the entries of records expired in time to the sweep; a GIN
-    index without a pending list. Running it again changes nothing."""
+    triggers on the records that leave the entries of records expired in time to the sweep; room
+    on the statistics tables' pages for in-place updates; a GIN index without a pending list.
+    Running it again changes nothing."""
     if not storage_exists(f"{name}_terms"):
         _execute(f"CREATE TABLE {name}_terms ({TERMS_COLUMNS}) {COUNTERS_STORAGE}")
         _execute(f"LOCK TABLE {name} IN SHARE MODE")  # no write between the fill and the new triggers
