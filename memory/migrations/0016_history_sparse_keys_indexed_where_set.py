@@ -3,8 +3,8 @@ rows; a record's successor at a time, memory.asof) and `history_user_id` (a pers
 set to null when the user is deleted). Most history rows come from agents' writes and jobs, with
 neither set, and every index a history insert maintains costs each transition: an expiry of
 200,000 records wrote 4% less WAL without the two full indexes (the NULLs of a full index are
-inserted too; the time moved within the runs' spread). A lookup by a value (`= x`, `IN (...)`) implies the value is
-set, so the partial indexes serve every lookup the full ones did.
+inserted too; the time moved within the runs' spread). A lookup by a value (`= x`, `IN (...)`)
+implies the value is set, so the partial indexes serve every lookup the full ones did.
 
 Done in SQL, as 0010: the historical model's fields come from django-simple-history, whose state
 keeps `db_index` on both; a later rebuild of the table on SQLite would bring the full indexes back

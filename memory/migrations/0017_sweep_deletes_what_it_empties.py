@@ -1,6 +1,6 @@
 """Every PostgreSQL lexical index gets the current statistics triggers
 (`memory.search.storage.pg_upgrade_triggers`): a delete (the sweep after expiry, a forget, prune)
-deletes the buckets and terms it leaves empty by the keys its decrement returns, where it joined
+deletes the buckets and terms it leaves empty by the places its decrement returns, where it joined
 every empty row with the aggregate of the removed entries again (a nested loop: the last batches
 of a sweep of 850,000 entries took 20 s each). The statistics tables keep half of each page free,
 so that their counters, updated by every write, are updated in place (heap-only). SQLite has

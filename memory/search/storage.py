@@ -227,8 +227,6 @@ def _index_is(name: str, columns: str) -> bool:
 # Authorities present in a bucket, as bits (a bound for the priors; a bit is never cleared).
 AUTHORITY_BITS = {"operator": 1, "user": 2, "third_party": 4, "agent": 8}
 BUCKET = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")
-# The types of the statistics tables' keys, as the triggers hold them.
-KEY_TYPES = {"tenant_id": "bigint", "agent_id": "bigint", "purpose": "text", "subject": "text", "kind_id": "bigint", "lexeme": "text"}
 # Per scope (tenant, agent, purpose) and term: the records containing it (BM25's df for recall
 # across a purpose, a lookup instead of a count) and the highest tf seen (a bound for the
 # ranking; like the authority bits, it is never lowered). No subject: a scope's terms are its
@@ -272,25 +270,23 @@ def _pg_stats_triggers(name: str) -> list[str]:
     # The rows the change touches are locked first, in key order (as the upsert above locks them,
     # so two writers of a purpose queue rather than deadlock); then, seeing the latest counts,
     # decremented (a join of the aggregated transition table with the rows), and those the
-    # decrement left empty, as it returns them, deleted by key. (Filtering the rows by `docs <= 0`
-    # against the aggregate again was planned as a nested loop over both, since the planner expects
-    # one empty row: a sweep whose batches emptied thousands of buckets took minutes.)
+    # decrement left empty, as it returns them, deleted by their place (ctid). (Filtering the rows
+    # by `docs <= 0` against the aggregate again was planned as a nested loop over both, since the
+    # planner expects one empty row: a sweep whose batches emptied thousands of buckets took minutes.)
     declare, removed = [], []
     for table, columns, aggregate in (("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
                                       ("terms", (*TERM_SCOPE, "lexeme"), _per_term("old_rows"))):
         match = " AND ".join(f"s.{k} = o.{k}" for k in columns)
         words = ", words = s.words - o.words" if table == "stats" else ""
         order = ", ".join(f"s.{k}" for k in columns)
-        emptied = {k: f"{table}_{k}" for k in columns}  # the keys of the rows left empty, as arrays
-        declare += [f"{array} {KEY_TYPES[k]}[];" for k, array in emptied.items()]
+        # The rows left empty, by their place (this transaction holds their locks: they stay there).
+        emptied = f"{table}_emptied"
+        declare.append(f"{emptied} tid[];")
         removed.append(f"PERFORM 1 FROM {name}_{table} s JOIN ({aggregate}) o ON {match} ORDER BY {order} FOR UPDATE OF s;\n"
                        f"WITH u AS (UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM ({aggregate}) o "
-                       f"WHERE {match} RETURNING s.*) "
-                       f"SELECT {', '.join(f'array_agg(u.{k})' for k in columns)} INTO {', '.join(emptied.values())} "
-                       f"FROM u WHERE u.docs <= 0;\n"
-                       f"IF {emptied[columns[0]]} IS NOT NULL THEN DELETE FROM {name}_{table} s "
-                       f"USING unnest({', '.join(emptied.values())}) AS o({', '.join(columns)}) "
-                       f"WHERE {match} AND s.docs <= 0; END IF;")
+                       f"WHERE {match} RETURNING s.ctid, s.docs) "
+                       f"SELECT array_agg(u.ctid) INTO {emptied} FROM u WHERE u.docs <= 0;\n"
+                       f"IF {emptied} IS NOT NULL THEN DELETE FROM {name}_{table} WHERE ctid = ANY({emptied}); END IF;")
     declared = f"DECLARE {' '.join(declare)} "
     # A statement that changed no entry (the sync trigger's delete of records that had none, say)
     # returns at once: each aggregate above is planned and run even over an empty table.
