@@ -15,7 +15,9 @@ from memory.actors import Actor
 from memory.admin_forms import MemoryKindForm, days_text
 from memory.credentials import revoke_tokens
 from memory.errors import DomainError
-from memory.models import Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, Status, Tenant
+from memory.models import (
+    Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, SourceHold, Status, Tenant,
+)
 
 
 @admin.register(Tenant)
@@ -205,3 +207,21 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     @admin.display(description="record")
     def first_result(self, key: IdempotencyKey) -> str:
         return record_link(key.record)
+
+
+@admin.register(SourceHold)
+class SourceHoldAdmin(SimpleHistoryAdmin):
+    """Raised by contaminated writes and revocations, cleared by reviewers on /review/holds/ (with a
+    reason): for reading here, with each hold's history."""
+
+    list_display = ["tenant", "scope", "cause", "created_at", "cleared_at", "cleared_by"]
+    list_filter = ["cause", "scope", ("cleared_at", admin.EmptyFieldListFilter)]
+    fields = ["tenant", "scope", "cause", "key", "prefix_length", "raised_by", "created_at", "cleared_at", "cleared_by"]
+    readonly_fields = fields
+    list_select_related = ["tenant"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

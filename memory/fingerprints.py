@@ -46,3 +46,14 @@ def records_about(queryset: QuerySet, *, tenant_id: int, subject: str) -> QueryS
         known = queryset.order_by().values_list("subject", flat=True).distinct()
         subjects.update(plain for plain in known if subject_fingerprint(tenant_id, plain) == subject)
     return queryset.filter(subject__in=subjects)
+
+
+_SOURCE_KEY_SALT = "governed-memory.held-source"
+
+
+def source_fingerprint(tenant_id: int, scope: str, value: str) -> str:
+    """The keyed fingerprint a source hold (memory.models.SourceHold) keeps of a session id or an
+    address prefix: `<scope>:` + 64 hex digits, under the same key as subject fingerprints."""
+    secret = getattr(settings, "FORGET_FINGERPRINT_KEY", "") or settings.SECRET_KEY
+    message = f"{tenant_id}\x00{scope}\x00{value}".encode("utf-8", "surrogatepass")
+    return f"{scope}:" + salted_hmac(_SOURCE_KEY_SALT, message, secret=secret, algorithm="sha256").hexdigest()

@@ -414,6 +414,52 @@ class IdempotencyKey(models.Model):
         indexes = [models.Index(fields=["created_at"], name="idempotency_age_idx")]
 
 
+class SourceHold(models.Model):
+    """A session or a source address whose new writes wait for review, whatever their authority:
+    raised by a contaminated write in the session (cause `contaminated`) or by revoking the session
+    or the address (cause `revoked`), until a reviewer clears it.
+
+    The session id or address is provenance, which a forget scrubs: a hold keeps only its keyed
+    fingerprint (memory.fingerprints.source_fingerprint), so it goes on holding after a forget and
+    never becomes a copy to forget. `raised_by` names the write that raised it (an id only), from
+    which the reviewer's page reads the session id while that record still has one."""
+
+    class Cause(models.TextChoices):
+        CONTAMINATED = "contaminated", "contaminated session"
+        REVOKED = "revoked", "revoked source"
+
+    class Scope(models.TextChoices):
+        SESSION = "session", "session"
+        URI_PREFIX = "uri_prefix", "source-address prefix"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    key = models.CharField(max_length=80, help_text="Keyed fingerprint of the session id or the address prefix.")
+    prefix_length = models.PositiveIntegerField(null=True, blank=True, help_text="Characters of the prefix (addresses only).")
+    cause = models.CharField(max_length=16, choices=Cause.choices)
+    raised_by = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                  db_index=False, help_text="The write that raised it (id only).")
+    created_at = models.DateTimeField(default=timezone.now)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    cleared_by = models.CharField(max_length=200, blank=True, help_text="Actor label: user:name.")
+    history = HistoricalRecords(bases=[HistoryActor], no_db_index=["tenant", "raised_by"])
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # one open hold per session or prefix: a second contaminated write finds it (insert-or-ignore)
+            models.UniqueConstraint(fields=["tenant", "scope", "key"], condition=Q(cleared_at__isnull=True),
+                                    name="source_hold_open_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_cause_display()} ({self.get_scope_display()})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.cleared_at is None
+
+
 # Search indexes (rebuildable caches over the records) are memory models too; defined beside their
 # storage and ranking in memory.search.
 from memory.search.models import SearchIndex  # noqa: E402,F401

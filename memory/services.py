@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from django.conf import settings
-from django.db import IntegrityError, connections, router, transaction
+from django.db import connections, router, transaction
 from django.db.models import BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -24,14 +24,16 @@ from simple_history.utils import bulk_create_with_history
 
 from memory import usage
 from memory.actors import Actor
+from memory.admission import Gate, admission, enter_gate, raise_holds
 from memory.credentials import revoke_tokens
 from memory.errors import Conflict, DomainError, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
-from memory.fingerprints import records_about
+from memory.fences import hold, idempotency_lock, revocation_fence
+from memory.fingerprints import records_about, source_fingerprint
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
 from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import (
     IDEMPOTENCY_KEY_MAX_CHARS, NOTE_MAX_CHARS, TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryKind,
-    MemoryRecord, SourceType, Status, Trust,
+    MemoryRecord, SourceHold, SourceType, Status, Trust,
     content_digest,
 )
 from memory.risk import risk_flags_value
@@ -170,36 +172,6 @@ def reject_foreign_scope(data: Any, credential: AgentCredential) -> Any:
     return {key: value for key, value in data.items() if key not in own or value is None}
 
 
-# Sources that carry someone else's words: claiming the user's or the operator's authority for them
-# needs a credential trusted to import (a migration), else a reviewer checks the claim.
-RELAYED_SOURCES = frozenset({SourceType.DOCUMENT, SourceType.IMPORT})
-TRUSTED_AUTHORITIES = frozenset({Authority.USER, Authority.OPERATOR})
-
-_UNADMITTED_AUTHORITY_REASON = {
-    Authority.THIRD_PARTY: "Read from someone else's content (a web page, a document or a tool), not said by the user or the operator.",
-    Authority.AGENT: "The agent's own conclusion, not something the user or the operator said.",
-}
-
-
-def _admission(draft: WriteDraft, credential: AgentCredential) -> tuple[str, str, str]:
-    """Quarantine or admit: returns (status, trust, why quarantined, in words a reviewer reads)."""
-    quarantined = lambda why: (Status.QUARANTINED, Trust.UNTRUSTED, why)  # noqa: E731
-    source_type = draft.provenance["source_type"]
-    if draft.derived_from:
-        return quarantined("A summary or merge of other memories: always reviewed before use.")
-    if draft.provenance["contaminated"]:
-        return quarantined("The agent had read outside content (a web page or a tool result) in this session, "
-                           "so the claim may come from there rather than from the user.")
-    if source_type in RELAYED_SOURCES and draft.authority in TRUSTED_AUTHORITIES and not credential.can_import_trusted:
-        return quarantined(f"Says it speaks for the {draft.authority}, but was taken from a {source_type.replace('_', ' ')}: "
-                           "check that the source really is theirs.")
-    if draft.authority not in draft.kind.auto_admit_authorities:
-        return quarantined(_UNADMITTED_AUTHORITY_REASON.get(
-            draft.authority, f"The {draft.kind.name} kind has every claim from the {draft.authority} reviewed before use.",
-        ))
-    return Status.ACTIVE, Trust.TRUSTED, ""
-
-
 def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str | None = None) -> WriteResult:
     """Validate and store one memory for the credential's tenant and agent.
 
@@ -210,7 +182,7 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
                                errors={"Idempotency-Key": ["Invalid length."]})
     fingerprint = request_fingerprint(data) if idempotency_key else ""
     if idempotency_key:
-        replay = _idempotent_replay(credential, idempotency_key, fingerprint)
+        replay = _idempotent_replay(credential, idempotency_key, fingerprint)  # a retry's fast path
         if replay:
             return replay
 
@@ -218,20 +190,19 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
     draft = _checked_draft(data, credential=credential, now=now)
     actor = Actor.for_credential(credential)
 
-    try:
-        with transaction.atomic():
-            record = _create_record(draft, credential=credential, actor=actor, now=now)
-            if idempotency_key:
-                IdempotencyKey.objects.create(
-                    credential=credential, key=idempotency_key, fingerprint=fingerprint, response_status=201, record=record
-                )
-    except IntegrityError:
-        # A concurrent request with the same key won the race: return its result.
-        if idempotency_key:
+    with transaction.atomic():
+        gate = enter_gate(credential)
+        if idempotency_key:  # a concurrent request with the same key waits here, then replays this one
+            hold([idempotency_lock(credential.pk, idempotency_key)])
             replay = _idempotent_replay(credential, idempotency_key, fingerprint)
             if replay:
                 return replay
-        raise
+        record = _create_record(draft, credential=credential, actor=actor, now=now, gate=gate)
+        gate.store_raised(actor)
+        if idempotency_key:
+            IdempotencyKey.objects.create(
+                credential=credential, key=idempotency_key, fingerprint=fingerprint, response_status=201, record=record
+            )
     return WriteResult(record=record, replayed=False)
 
 
@@ -267,11 +238,12 @@ def _replayed(entry: IdempotencyKey, fingerprint: str) -> WriteResult:
     return WriteResult(record=entry.record, replayed=True)
 
 
-def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime) -> MemoryRecord:
+def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime, gate: Gate) -> MemoryRecord:
     sources = _derivation_sources(draft, credential) if draft.derived_from else []
     superseded = _lock_supersession_target(draft, credential) if draft.supersedes else None
     contaminated = any(source.contaminated for source in sources)
-    record = _new_record(draft, credential=credential, actor=actor, now=now, contaminated=contaminated, supersedes=superseded)
+    record = _new_record(draft, credential=credential, actor=actor, now=now, gate=gate, contaminated=contaminated,
+                         supersedes=superseded)
     record.save(force_insert=True)
     count_on_commit(WRITES, record.status)
     if record.status == Status.ACTIVE:
@@ -283,12 +255,14 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     return record
 
 
-def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime,
+def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime, gate: Gate,
                 contaminated: bool = False, supersedes: MemoryRecord | None = None) -> MemoryRecord:
-    """The unsaved record a write stores, admitted or quarantined, stamped for its history row."""
+    """The unsaved record a write stores, admitted or quarantined (memory.admission), stamped for its
+    history row; a contaminated one holds its session for the writes that follow."""
     agent = credential.agent
     provenance = {**draft.provenance, "contaminated": True} if contaminated else draft.provenance
-    status, trust, why = _admission(draft, credential)
+    flags = risk_flags_value(draft.content)
+    status, trust, why = admission(draft, credential, gate, risk_flags=flags, contaminated=contaminated)
     record = MemoryRecord(
         tenant=agent.tenant, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
         content=draft.content, content_hash=content_digest(draft.content),
@@ -298,9 +272,10 @@ def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor,
         authority=draft.authority, trust=trust, quarantine_reason=why, confidence=draft.confidence,
         created_at=now, confirmed_at=now, status_changed_at=now, expires_at=draft.expires_at,
         valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=supersedes,
-        written_by=credential, risk_flags=risk_flags_value(draft.content),
+        written_by=credential, risk_flags=flags,
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
+    gate.observe(record)
     return record
 
 
@@ -364,48 +339,42 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
         except DomainError as exc:
             results[index] = BatchItemResult(index, error=exc)
 
-    keyed = {item.key for item in prepared if item.key}
-    earlier = {entry.key: entry for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")}
-    to_write: list[_BatchItem] = []
-    first_with_key: dict[str, _BatchItem] = {}
-    repeats: list[_BatchItem] = []
-    for item in prepared:
-        try:
-            if item.key in earlier:
-                results[item.index] = BatchItemResult(item.index, record=_replayed(earlier[item.key], item.fingerprint).record, replayed=True)
-            elif item.key in first_with_key:  # the same key twice in one batch: the first write answers both
-                if first_with_key[item.key].fingerprint != item.fingerprint:
-                    raise Conflict("This idempotency_key was used with a different body.", code="idempotency_mismatch")
-                repeats.append(item)
-            else:
-                if item.key:
-                    first_with_key[item.key] = item
-                to_write.append(item)
-        except DomainError as exc:
-            results[item.index] = BatchItemResult(item.index, error=exc)
-
-    try:
-        with transaction.atomic():
-            results.update(_store_batch(to_write, credential=credential, actor=actor, now=now))
-    except IntegrityError:
-        # A concurrent request claimed one of the keys meanwhile: store item by item, each of which
-        # settles its own race.
-        for item in to_write:
+    keyed = sorted({item.key for item in prepared if item.key})
+    with transaction.atomic():
+        gate = enter_gate(credential)
+        # Each key's lock before looking for its earlier use: a concurrent request with one of these
+        # keys waits for this one, then replays it (memory.fences).
+        hold([idempotency_lock(credential.pk, key) for key in keyed])
+        earlier = {entry.key: entry for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")}
+        to_write: list[_BatchItem] = []
+        first_with_key: dict[str, _BatchItem] = {}
+        repeats: list[_BatchItem] = []
+        for item in prepared:
             try:
-                written = memory_write(credential=credential, data=item.body, idempotency_key=item.key)
-                results[item.index] = BatchItemResult(item.index, record=written.record, replayed=written.replayed)
+                if item.key in earlier:
+                    results[item.index] = BatchItemResult(item.index, record=_replayed(earlier[item.key], item.fingerprint).record, replayed=True)
+                elif item.key in first_with_key:  # the same key twice in one batch: the first write answers both
+                    if first_with_key[item.key].fingerprint != item.fingerprint:
+                        raise Conflict("This idempotency_key was used with a different body.", code="idempotency_mismatch")
+                    repeats.append(item)
+                else:
+                    if item.key:
+                        first_with_key[item.key] = item
+                    to_write.append(item)
             except DomainError as exc:
                 results[item.index] = BatchItemResult(item.index, error=exc)
+        results.update(_store_batch(to_write, credential=credential, actor=actor, now=now, gate=gate))
     for item in repeats:
         first = results[first_with_key[item.key].index]
         results[item.index] = BatchItemResult(item.index, record=first.record, replayed=True, error=first.error)
     return [results[index] for index in range(len(items))]
 
 
-def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor: Actor, now: datetime) -> dict[int, BatchItemResult]:
+def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor: Actor, now: datetime,
+                 gate: Gate) -> dict[int, BatchItemResult]:
     results: dict[int, BatchItemResult] = {}
     plain = [item for item in items if not (item.draft.supersedes or item.draft.derived_from)]
-    records = [_new_record(item.draft, credential=credential, actor=actor, now=now) for item in plain]
+    records = [_new_record(item.draft, credential=credential, actor=actor, now=now, gate=gate) for item in plain]
     if records:
         bulk_create_with_history(records, MemoryRecord, default_date=now,
                                  custom_historical_attrs={"history_actor": actor.label, "history_note": ""})
@@ -418,9 +387,11 @@ def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor:
             continue
         try:
             with transaction.atomic():
-                results[item.index] = BatchItemResult(item.index, record=_create_record(item.draft, credential=credential, actor=actor, now=now))
+                results[item.index] = BatchItemResult(item.index, record=_create_record(
+                    item.draft, credential=credential, actor=actor, now=now, gate=gate))
         except DomainError as exc:
             results[item.index] = BatchItemResult(item.index, error=exc)
+    gate.store_raised(actor)
     IdempotencyKey.objects.bulk_create([
         IdempotencyKey(credential=credential, key=item.key, fingerprint=item.fingerprint, response_status=201,
                        record=results[item.index].record)
@@ -970,6 +941,14 @@ class RevokedSource:
                                    errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix."]})
         return given[0]
 
+    def hold(self) -> SourceHold:
+        """The open hold that sends a revoked session's or address's later writes to quarantine."""
+        scope, value = ((SourceHold.Scope.SESSION, self.session_id) if self.kind == "session_id"
+                        else (SourceHold.Scope.URI_PREFIX, self.source_uri_prefix))
+        return SourceHold(tenant_id=self.tenant_id, scope=scope, key=source_fingerprint(self.tenant_id, scope, value),
+                          prefix_length=len(value) if scope == SourceHold.Scope.URI_PREFIX else None,
+                          cause=SourceHold.Cause.REVOKED)
+
     def records_written(self, scope: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
         lookup = {"credential_id": "written_by_id", "agent_id": "agent_id", "session_id": "session_id",
                   "source_uri_prefix": "source_uri__startswith"}[self.kind]
@@ -981,6 +960,7 @@ class RevokeOutcome:
     record_ids: list[uuid.UUID]  # active records the source wrote, now quarantined
     derived_ids: list[uuid.UUID]  # active records derived from anything it wrote, now quarantined
     token_revoked: bool  # a credential's token was usable and is revoked now
+    hold: SourceHold | None = None  # a session's or address's open hold, for its later writes
 
 
 def revocation_targets(*, source: RevokedSource, actor: Actor) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
@@ -1022,7 +1002,15 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
     checked_note(note)
     now = timezone.now()
     with transaction.atomic():
+        # Exclusive: a write in flight commits before this selects (and is selected), any other
+        # write checks after this commits (and is refused or held): memory.admission.
+        hold([revocation_fence(source.tenant_id)])
         token_revoked = False
+        held = None
+        if kind in ("session_id", "source_uri_prefix"):  # later writes from it wait for review
+            wanted = source.hold()
+            raise_holds([wanted], actor_label=actor.label, note=note)
+            held = SourceHold.objects.get(tenant_id=wanted.tenant_id, scope=wanted.scope, key=wanted.key, cleared_at__isnull=True)
         if kind in ("credential_id", "agent_id"):  # a revoked agent's tokens are revoked with it
             tokens = AgentCredential.objects.filter(agent__tenant_id=source.tenant_id).filter(
                 **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id}))
@@ -1043,4 +1031,4 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
                 _bulk_transition(chunk, target=TRANSITIONS["revoke"][1], now=now, actor=actor,
                                  reason=f"{actor.channel}.revoke", note=note)
                 moved[is_derived].extend(chunk)
-    return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked)
+    return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked, hold=held)

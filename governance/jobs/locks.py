@@ -15,7 +15,6 @@ killed worker (blocking the retry) or expires under a long batch (letting a seco
 """
 
 import fcntl
-import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,13 +22,11 @@ from pathlib import Path
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
-_LOCK_NAMESPACE = "governed_memory.job."
-
+from memory.fences import lock_key
 
 def advisory_lock_key(name: str) -> int:
     """A stable signed 64-bit key per job name (pg advisory locks take a bigint)."""
-    digest = hashlib.sha256((_LOCK_NAMESPACE + name).encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return lock_key(f"job.{name}")
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from governance.review import asof, dashboard, golden, notifications, proposals, revocations, views
+from governance.review import asof, dashboard, golden, holds, notifications, proposals, revocations, views
 from governance.review import export
 
 app_name = "review"
@@ -28,6 +28,8 @@ urlpatterns = [
     path("revocations/", revocations.revocation_list, name="revocation_list"),
     path("revocations/new/", revocations.revocation_new, name="revocation_new"),
     path("revocations/<uuid:pk>/", revocations.revocation_detail, name="revocation_detail"),
+    path("holds/", holds.hold_list, name="holds"),
+    path("holds/<int:pk>/clear/", holds.hold_clear_view, name="hold_clear"),
     path("notifications/", notifications.notifications, name="notifications"),
     path("recall-as-of/", asof.recall_asof, name="recall_asof"),
 ]

@@ -6,7 +6,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, Tenant
+from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, SourceHold, Tenant
 
 
 class Revocation(models.Model):
@@ -31,6 +31,8 @@ class Revocation(models.Model):
     affected = models.PositiveIntegerField(default=0, help_text="Records sent back to quarantine, derived records included.")
     derived_affected = models.PositiveIntegerField(default=0, help_text="Of which records derived from what the source wrote.")
     token_revoked = models.BooleanField(default=False, help_text="A credential's token was usable and was revoked by this.")
+    hold = models.ForeignKey(SourceHold, null=True, blank=True, on_delete=models.SET_NULL, related_name="revocations",
+                             help_text="A session's or address's hold: its later writes wait for review until cleared.")
     records = models.ManyToManyField(MemoryRecord, through="RevocationRecord", related_name="revocations", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

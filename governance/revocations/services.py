@@ -107,7 +107,7 @@ def revocation_create(*, actor: Actor, source: Source, reason: str) -> Revocatio
             tenant_id=source.revoked.tenant_id, source=source.kind, credential=source.credential, agent=source.agent,
             value=source.value, reason=reason, revoked_by=actor.label, revoked_by_user=actor.user,
             affected=len(outcome.record_ids) + len(outcome.derived_ids), derived_affected=len(outcome.derived_ids),
-            token_revoked=outcome.token_revoked,
+            token_revoked=outcome.token_revoked, hold=outcome.hold,
         )
         RevocationRecord.objects.bulk_create(
             [RevocationRecord(revocation=revocation, record_id=pk, derived=False) for pk in outcome.record_ids]
