@@ -13,8 +13,8 @@ from governed_memory._core import NO_RETRY, RetryPolicy
 from governed_memory._version import __version__
 from governed_memory.client import AsyncClient, Client
 from governed_memory.errors import (
-    APIError, AuthenticationError, Conflict, GovernedMemoryError, NotFound, RateLimited, ScopeDenied, ServerError,
-    TransportError, UnexpectedResponse, ValidationError,
+    APIError, AuthenticationError, Conflict, GovernedMemoryError, InvalidArgument, NotFound, RateLimited, ScopeDenied,
+    ServerError, TransportError, UnexpectedResponse, ValidationError,
 )
 from governed_memory.models import (
     DEFAULT_AUTHORITY, BatchItemResult, BatchResult, ForgetRequest, Memory, MemoryDraft, Provenance, Receipt, RecallItem,
@@ -25,6 +25,6 @@ __all__ = [
     "__version__", "Client", "AsyncClient", "RetryPolicy", "NO_RETRY",
     "Provenance", "MemoryDraft", "Memory", "RecallItem", "RecallResult", "ForgetRequest", "Receipt",
     "BatchItemResult", "BatchResult", "DEFAULT_AUTHORITY",
-    "GovernedMemoryError", "APIError", "ValidationError", "AuthenticationError", "ScopeDenied", "NotFound", "Conflict",
-    "RateLimited", "ServerError", "TransportError", "UnexpectedResponse",
+    "GovernedMemoryError", "InvalidArgument", "APIError", "ValidationError", "AuthenticationError", "ScopeDenied",
+    "NotFound", "Conflict", "RateLimited", "ServerError", "TransportError", "UnexpectedResponse",
 ]

@@ -7,6 +7,11 @@ not processed). A connection error, a timeout, or a 502/503/504 from a proxy is 
 idempotent calls: reads (get, list, recall, forget status) and writes, which always carry an
 idempotency key, reused on every attempt, so the server stores them once. `confirm` (a
 compare-and-swap) and `forget` are never retried after the request may have reached the server.
+
+Nothing a caller passes can change which endpoint a call reaches: ids are checked to be UUIDs
+(the API's ids) and percent-quoted before they enter a URL path, the idempotency key must be
+something an HTTP header can carry, and a request httpx cannot build (text that is not Unicode,
+a URL too long) is refused as `InvalidArgument` before anything is sent.
 """
 
 from __future__ import annotations
@@ -14,18 +19,19 @@ from __future__ import annotations
 import email.utils
 import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 
 from governed_memory._version import __version__
-from governed_memory.errors import Conflict, TransportError, UnexpectedResponse, error_from_problem
+from governed_memory.errors import Conflict, InvalidArgument, TransportError, UnexpectedResponse, error_from_problem
 from governed_memory.models import BatchItemResult, BatchResult, ForgetRequest, Memory, MemoryDraft, RecallResult
 
 T = TypeVar("T")
@@ -36,6 +42,17 @@ API_PREFIX = "/api/v1/"
 BATCH_MAX_ITEMS = 100  # the server's limit per batch request; longer lists are sent in chunks
 RETRYABLE_GATEWAY_STATUSES = frozenset({502, 503, 504})
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+IDEMPOTENCY_KEY_MAX_CHARS = 200  # the server's limit (memory.models); tests/clients compares the two
+# The server's id pattern (memory.api.views.UUID_PATTERN): record and forget request ids are UUIDs.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+UUID_RULE = "must be a UUID such as 6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70, as the service returns it"
+# Visible ASCII: what an HTTP header carries unchanged (no line break to split it, no space to trim).
+IDEMPOTENCY_KEY_PATTERN = rf"[!-~]{{1,{IDEMPOTENCY_KEY_MAX_CHARS}}}"
+IDEMPOTENCY_KEY_RULE = (f"must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters (letters, digits and "
+                        "punctuation; no spaces)")
+# What httpx raises while building a request from a caller's values (a lone surrogate in the JSON
+# body or the query, a NaN, a URL over its length limit): refused as InvalidArgument, nothing sent.
+UNBUILDABLE = (httpx.InvalidURL, ValueError)
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,37 @@ def new_idempotency_key() -> str:
     return f"gmc-{uuid.uuid4().hex}"
 
 
+def checked_idempotency_key(key: str) -> str:
+    """The key goes into a header: anything but 1 to IDEMPOTENCY_KEY_MAX_CHARS visible ASCII
+    characters would fail inside httpx (a non-ASCII letter) or change on the way (a space)."""
+    if not isinstance(key, str) or not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key):
+        raise InvalidArgument(f"idempotency_key {IDEMPOTENCY_KEY_RULE}.")
+    return key
+
+
+def uuid_id(value: object, what: str) -> str:
+    """An id in its canonical form, or InvalidArgument: the API's ids are UUIDs, so nothing else
+    is worth sending, and an id such as `../forget/` must never become part of a URL."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str) and _UUID.fullmatch(value):
+        return str(uuid.UUID(value))
+    raise InvalidArgument(f"{what} {UUID_RULE}.")
+
+
+def api_path(*segments: str) -> str:
+    """A path under /api/v1/, each segment percent-quoted: no value can add a segment or a query."""
+    return "".join(f"{quote(segment, safe='')}/" for segment in segments)
+
+
+def build_request(http: httpx.Client | httpx.AsyncClient, call: Call[Any]) -> httpx.Request:
+    try:
+        return http.build_request(call.method, call.path, json=call.json, params=call.params, headers=call.headers)
+    except UNBUILDABLE as exc:
+        why = "a text value is not valid Unicode (it holds a lone surrogate)" if isinstance(exc, UnicodeError) else str(exc)
+        raise InvalidArgument(f"{call.method} {call.path} was not sent: {why}.") from None
+
+
 # --------------------------------------------------------------------------------------------
 # responses
 
@@ -194,14 +242,14 @@ def _memory(response: httpx.Response) -> Memory:
     return Memory.from_json(json_body(response), replayed=response.headers.get("Idempotent-Replayed") == "true")
 
 
-def record_id(memory: str | Memory) -> str:
-    return memory.id if isinstance(memory, Memory) else str(memory)
+def record_id(memory: str | uuid.UUID | Memory) -> str:
+    return uuid_id(memory.id if isinstance(memory, Memory) else memory, "A memory id")
 
 
 def write_call(draft: MemoryDraft) -> Call[Memory]:
-    key = draft.idempotency_key or new_idempotency_key()
-    return Call("POST", "memories/", _memory, json=draft.to_json(), headers={"Idempotency-Key": key},
-                idempotent=True, conflict_record=draft.supersedes)
+    key = checked_idempotency_key(draft.idempotency_key) if draft.idempotency_key is not None else new_idempotency_key()
+    return Call("POST", "memories/", _memory, json=draft.to_json(), headers={"Idempotency-Key": key}, idempotent=True,
+                conflict_record=record_id(draft.supersedes) if draft.supersedes is not None else None)
 
 
 def batch_calls(drafts: Iterable[MemoryDraft]) -> list[tuple[int, Call[list[BatchItemResult]]]]:
@@ -258,7 +306,7 @@ def recall_call(query: str, *, purpose: str, subject: str | None, kinds: Iterabl
 
 
 def get_call(memory: str | Memory) -> Call[Memory]:
-    return Call("GET", f"memories/{record_id(memory)}/", _memory, idempotent=True)
+    return Call("GET", api_path("memories", record_id(memory)), _memory, idempotent=True)
 
 
 def list_params(filters: Mapping[str, Any], page_size: int) -> dict[str, Any]:
@@ -303,26 +351,26 @@ def confirm_call(memory: str | Memory, *, expected_version: int | None, note: st
             raise TypeError("confirm() needs expected_version (or pass the Memory you looked at).")
         expected_version = memory.version
     memory_id = record_id(memory)
-    return Call("POST", f"memories/{memory_id}/confirm/", _memory, json={"expected_version": expected_version, "note": note},
-                conflict_record=memory_id)
+    return Call("POST", api_path("memories", memory_id, "confirm"), _memory,
+                json={"expected_version": expected_version, "note": note}, conflict_record=memory_id)
 
 
 def forget_call(subject: str, *, reason: str) -> Call[ForgetRequest]:
     return Call("POST", "forget/", lambda r: ForgetRequest.from_json(json_body(r)), json={"subject": subject, "reason": reason})
 
 
-def forget_status_call(request: str | ForgetRequest) -> Call[ForgetRequest]:
-    request_id = request.id if isinstance(request, ForgetRequest) else str(request)
-    return Call("GET", f"forget/{request_id}/", lambda r: ForgetRequest.from_json(json_body(r)), idempotent=True)
+def forget_status_call(request: str | uuid.UUID | ForgetRequest) -> Call[ForgetRequest]:
+    request_id = uuid_id(request.id if isinstance(request, ForgetRequest) else request, "A forget request id")
+    return Call("GET", api_path("forget", request_id), lambda r: ForgetRequest.from_json(json_body(r)), idempotent=True)
 
 
 def draft_from(content: str, supersedes: str | Memory | None, supersedes_version: int | None, **fields: Any) -> MemoryDraft:
     """A MemoryDraft for `remember(...)`: a superseded Memory gives its id and, unless told
     otherwise, the version the caller looked at."""
-    if isinstance(supersedes, Memory):
-        if supersedes_version is None:
-            supersedes_version = supersedes.version
-        supersedes = supersedes.id
+    if isinstance(supersedes, Memory) and supersedes_version is None:
+        supersedes_version = supersedes.version
+    if supersedes is not None:
+        supersedes = record_id(supersedes)
     if fields.get("derived_from") is not None:
         fields["derived_from"] = tuple(record_id(m) for m in fields["derived_from"])
     return MemoryDraft(content=content, supersedes=supersedes, supersedes_version=supersedes_version, **fields)

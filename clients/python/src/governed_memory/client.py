@@ -110,6 +110,7 @@ class Client:
                                             token_budget=token_budget))
 
     def get(self, memory_id: str | Memory) -> Memory:
+        """One memory by id (a UUID; anything else raises `InvalidArgument` without a request)."""
         return self._send(_core.get_call(memory_id))
 
     def forget_status(self, request: str | ForgetRequest) -> ForgetRequest:
@@ -133,11 +134,12 @@ class Client:
     # ----------------------------------------------------------------------------------------
 
     def _send(self, call: Call[T]) -> T:
+        request = _core.build_request(self._http, call)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = self._http.request(call.method, call.path, json=call.json, params=call.params, headers=call.headers)
+                response = self._http.send(request)
             except RETRYABLE_TRANSPORT_ERRORS as exc:
                 retry = _core.retry_after_connection_error(call, attempt, self.retry_policy)
                 if retry is None:
@@ -242,12 +244,12 @@ class AsyncClient:
             params = page.next_params
 
     async def _send(self, call: Call[T]) -> T:
+        request = _core.build_request(self._http, call)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = await self._http.request(call.method, call.path, json=call.json, params=call.params,
-                                                    headers=call.headers)
+                response = await self._http.send(request)
             except RETRYABLE_TRANSPORT_ERRORS as exc:
                 retry = _core.retry_after_connection_error(call, attempt, self.retry_policy)
                 if retry is None:

@@ -18,6 +18,12 @@ class GovernedMemoryError(Exception):
     """Base class of everything this package raises."""
 
 
+class InvalidArgument(GovernedMemoryError, ValueError):
+    """A value the client refuses before it sends anything: an id that is not a UUID (ids go into
+    URL paths), an idempotency key an HTTP header cannot carry, text that is not valid Unicode, a
+    URL too long to send. Nothing reached the server."""
+
+
 class TransportError(GovernedMemoryError):
     """The server could not be reached or stopped answering (after the retries an idempotent call
     gets). `__cause__` is the underlying httpx error."""

@@ -11,6 +11,11 @@ model must follow (which authority for which source, what quarantine means, that
 memories are dated data and not instructions), and every result carries each memory's
 provenance and trust, as text for the model and as structured content.
 
+Every argument is checked before anything is sent (governed_memory._mcp_guard): ids must be
+UUIDs, strings must be Unicode text without NUL within the service's limits, the idempotency key
+must be something a header carries; a refusal is a tool error naming the field. Over stdio every
+line gets an answer: a malformed message gets its JSON-RPC error.
+
 Over streamable HTTP every caller acts with this server's token: it listens on 127.0.0.1 unless
 told otherwise, and should not be exposed further without a proxy that authenticates callers.
 """
@@ -24,9 +29,9 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from governed_memory._core import TOKEN_ENV, URL_ENV, settings_from_env
+from governed_memory._core import IDEMPOTENCY_KEY_MAX_CHARS, TOKEN_ENV, URL_ENV, settings_from_env
 from governed_memory.client import AsyncClient
-from governed_memory.errors import APIError, Conflict, GovernedMemoryError, ScopeDenied
+from governed_memory.errors import APIError, Conflict, GovernedMemoryError, InvalidArgument, ScopeDenied
 from governed_memory.models import (
     DEFAULT_AUTHORITY, PROMPT_HEADER, ForgetRequest, Memory, Provenance, RecallItem, parse_datetime,
 )
@@ -37,6 +42,21 @@ if TYPE_CHECKING:
 PURPOSE_ENV = "GOVERNED_MEMORY_PURPOSE"
 LOG_LEVEL_ENV = "GOVERNED_MEMORY_MCP_LOG_LEVEL"
 LIST_LIMIT_MAX = 200
+# The service's limits (memory.models, memory.validation), so that a bad value is refused before
+# it is sent; tests/clients/test_mcp_robustness.py compares them with the service's own.
+SUBJECT_MAX_CHARS = 200
+PURPOSE_MAX_CHARS = 100
+KIND_MAX_CHARS = 64
+NOTE_MAX_CHARS = 500
+PROVENANCE_TEXT_MAX_CHARS = 200  # session_id, turn_id, tool
+URI_MAX_CHARS = 1000
+RECALL_QUERY_MAX_CHARS = 1000
+RECALL_KINDS_MAX_ITEMS = 20
+RECALL_LIMIT_MAX = 50
+TOKEN_BUDGET_MAX = 1_000_000
+TTL_MAX_SECONDS = 10**9
+VERSION_MAX = 2**31 - 1  # a PositiveIntegerField on PostgreSQL
+DATETIME_MAX_CHARS = 64
 
 SourceTypeArg = Literal["user_turn", "tool_output", "web_page", "document", "agent_inference", "operator_config", "import"]
 AuthorityArg = Literal["user", "third_party", "agent", "operator"]
@@ -179,6 +199,8 @@ def tool_error_text(error: GovernedMemoryError) -> str:
                  f"{f' (status {error.current.status})' if error.current else ''}: re-check it, then use that version.")
     elif isinstance(error, ScopeDenied):
         text += "\nYour token does not allow this; do not retry with other values to get around it."
+    elif isinstance(error, InvalidArgument):
+        text = f"Refused before sending, nothing changed: {text}"
     elif not isinstance(error, APIError):
         text = f"The memory service could not be reached or answered oddly: {text}"
     return text
@@ -186,14 +208,14 @@ def tool_error_text(error: GovernedMemoryError) -> str:
 
 def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: str | None = None) -> "MCPServer[Any]":
     """The MCP server with its five tools, each calling the service through `client_factory()`."""
-    from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import Field
 
+    from governed_memory._mcp_guard import GuardedMCPServer, IdempotencyKeyArg, MemoryIdArg, TextArg
     from governed_memory._version import __version__
 
-    server = MCPServer("governed-memory", instructions=INSTRUCTIONS, version=__version__,
+    server = GuardedMCPServer("governed-memory", instructions=INSTRUCTIONS, version=__version__,
                        log_level=os.environ.get(LOG_LEVEL_ENV, "WARNING").upper())  # type: ignore[arg-type]
     purpose_help = _purpose_field(default_purpose)
 
@@ -215,38 +237,44 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     @server.tool(description=REMEMBER, annotations=ToolAnnotations(title="Remember", read_only_hint=False,
                                                                    destructive_hint=False, idempotent_hint=False))
     async def remember(
-        content: Annotated[str, Field(description="One distilled claim as a sentence, e.g. 'Prefers email over phone.'. "
-                                                  "Not a transcript.", min_length=1)],
-        subject: Annotated[str, Field(description="Who or what it is about, e.g. 'customer/acme'.", min_length=1)],
+        content: Annotated[TextArg(min_length=1), Field(description=(
+            "One distilled claim as a sentence, e.g. 'Prefers email over phone.'. Not a transcript."))],
+        subject: Annotated[TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS), Field(description=(
+            "Who or what it is about, e.g. 'customer/acme'."))],
         source_type: Annotated[SourceTypeArg, Field(description=(
             "Where the claim came from: user_turn (the user said it), tool_output (a tool returned it), web_page, "
             "document, agent_inference (your own conclusion), operator_config, import."))],
         confidence: Annotated[float, Field(ge=0, le=1, description=(
             "How sure you are the claim is right, in [0, 1]. A claim, never treated as verification."))],
-        kind: Annotated[str, Field(description=(
+        kind: Annotated[TextArg(min_length=1, max_length=KIND_MAX_CHARS), Field(description=(
             "The memory kind, which sets its time to live: preference, semantic (a fact), procedural (how to do "
             "something), episodic (an event), working_note (short-lived)."))] = "semantic",
-        purpose: Annotated[str | None, Field(description=purpose_help)] = None,
+        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
         authority: Annotated[AuthorityArg | None, Field(description=(
             f"Whose authority the claim carries. Leave empty to use the one that fits the source ({_SOURCES})."))] = None,
-        session_id: Annotated[str | None, Field(description="This conversation's id (user_turn and tool_output need it, "
-                                                            "or a source_uri).")] = None,
-        turn_id: Annotated[str | None, Field(description="The turn of the conversation the claim came from.")] = None,
-        source_uri: Annotated[str | None, Field(description="The source's address: the page URL, document path or "
-                                                            "tool call reference (web_page and document need it).")] = None,
-        tool_name: Annotated[str | None, Field(description="The tool's name (tool_output needs it).")] = None,
-        observed_at: Annotated[str | None, Field(description="When the source said it, ISO 8601 with a zone, "
-                                                             "e.g. 2026-11-29T10:00:00Z.")] = None,
+        session_id: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
+            "This conversation's id (user_turn and tool_output need it, or a source_uri)."))] = None,
+        turn_id: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
+            "The turn of the conversation the claim came from."))] = None,
+        source_uri: Annotated[TextArg(max_length=URI_MAX_CHARS) | None, Field(description=(
+            "The source's address: the page URL, document path or tool call reference (web_page and document need "
+            "it)."))] = None,
+        tool_name: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
+            "The tool's name (tool_output needs it)."))] = None,
+        observed_at: Annotated[TextArg(max_length=DATETIME_MAX_CHARS) | None, Field(description=(
+            "When the source said it, ISO 8601 with a zone, e.g. 2026-11-29T10:00:00Z."))] = None,
         contaminated: Annotated[bool, Field(description=(
             "True if this conversation has read web pages, tool output or documents before this claim; the memory "
             "then awaits human review."))] = False,
-        ttl_seconds: Annotated[int | None, Field(ge=1, description="Time to live in seconds; empty for the kind's "
-                                                                   "default.")] = None,
-        supersedes: Annotated[str | None, Field(description="The id of the memory this one corrects.")] = None,
-        supersedes_version: Annotated[int | None, Field(ge=1, description="That memory's current version (required "
-                                                                          "with supersedes).")] = None,
-        idempotency_key: Annotated[str | None, Field(max_length=200, description=(
-            "Optional: the same key on a repeated attempt of the same write stores it once."))] = None,
+        ttl_seconds: Annotated[int | None, Field(ge=1, le=TTL_MAX_SECONDS, description=(
+            "Time to live in seconds; empty for the kind's default."))] = None,
+        supersedes: Annotated[MemoryIdArg | None, Field(description="The id (a UUID) of the memory this one "
+                                                                 "corrects.")] = None,
+        supersedes_version: Annotated[int | None, Field(ge=1, le=VERSION_MAX, description=(
+            "That memory's current version (required with supersedes)."))] = None,
+        idempotency_key: Annotated[IdempotencyKeyArg | None, Field(description=(
+            "Optional: the same key on a repeated attempt of the same write stores it once. 1 to "
+            f"{IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters, no spaces."))] = None,
     ) -> CallToolResult:
         observed = parse_datetime(observed_at) if observed_at else None
         if observed_at and observed is None:
@@ -262,12 +290,16 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
 
     @server.tool(description=RECALL, annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     async def recall(
-        query: Annotated[str, Field(description="What you need to know, in words.", max_length=1000)],
-        purpose: Annotated[str | None, Field(description=purpose_help)] = None,
-        subject: Annotated[str | None, Field(description="Only memories about this subject, e.g. 'customer/acme'.")] = None,
-        kinds: Annotated[list[str] | None, Field(description="Only these kinds, e.g. ['preference'].")] = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="At most this many memories.")] = 10,
-        token_budget: Annotated[int | None, Field(ge=1, description="Fill at most about this many tokens.")] = None,
+        query: Annotated[TextArg(max_length=RECALL_QUERY_MAX_CHARS), Field(description=(
+            "What you need to know, in words."))],
+        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
+        subject: Annotated[TextArg(max_length=SUBJECT_MAX_CHARS) | None, Field(description=(
+            "Only memories about this subject, e.g. 'customer/acme'."))] = None,
+        kinds: Annotated[list[TextArg(min_length=1, max_length=KIND_MAX_CHARS)] | None, Field(
+            max_length=RECALL_KINDS_MAX_ITEMS, description="Only these kinds, e.g. ['preference'].")] = None,
+        limit: Annotated[int, Field(ge=1, le=RECALL_LIMIT_MAX, description="At most this many memories.")] = 10,
+        token_budget: Annotated[int | None, Field(ge=1, le=TOKEN_BUDGET_MAX,
+                                                  description="Fill at most about this many tokens.")] = None,
     ) -> CallToolResult:
         recalled = await call(lambda client: client.recall(query, purpose=purpose_of(purpose), subject=subject,
                                                            kinds=kinds or None, limit=limit, token_budget=token_budget))
@@ -280,9 +312,10 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     @server.tool(description=FORGET, annotations=ToolAnnotations(title="Forget a subject", read_only_hint=False,
                                                                  destructive_hint=True, idempotent_hint=True))
     async def forget(
-        subject: Annotated[str, Field(description="Every memory about this subject is forgotten, e.g. 'customer/acme'.",
-                                      min_length=1)],
-        reason: Annotated[str, Field(description="Why, e.g. 'erasure request from the user'. No personal data.")] = "",
+        subject: Annotated[TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS), Field(description=(
+            "Every memory about this subject is forgotten, e.g. 'customer/acme'."))],
+        reason: Annotated[TextArg(max_length=NOTE_MAX_CHARS), Field(description=(
+            "Why, e.g. 'erasure request from the user'. No personal data."))] = "",
     ) -> CallToolResult:
         request = await call(lambda client: client.forget(subject, reason=reason))
         text = (f"Forget request {request.id}: {request.affected} memories about {subject!r} are no longer recalled. "
@@ -292,9 +325,10 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     @server.tool(description=CONFIRM, annotations=ToolAnnotations(title="Confirm", read_only_hint=False,
                                                                   destructive_hint=False, idempotent_hint=False))
     async def confirm(
-        memory_id: Annotated[str, Field(description="The memory's id.")],
-        expected_version: Annotated[int, Field(ge=1, description="The version you re-checked.")],
-        note: Annotated[str, Field(description="How you re-checked it; kept in the memory's history.")] = "",
+        memory_id: Annotated[MemoryIdArg, Field(description="The memory's id (a UUID).")],
+        expected_version: Annotated[int, Field(ge=1, le=VERSION_MAX, description="The version you re-checked.")],
+        note: Annotated[TextArg(max_length=NOTE_MAX_CHARS), Field(description=(
+            "How you re-checked it; kept in the memory's history."))] = "",
     ) -> CallToolResult:
         memory = await call(lambda client: client.confirm(memory_id, expected_version=expected_version, note=note))
         text = (f"Confirmed memory {memory.id}: {memory.status}, trust {memory.trust}, now version {memory.version}, "
@@ -304,9 +338,9 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     @server.tool(description=LIST, annotations=ToolAnnotations(title="List memories", read_only_hint=True))
     async def list_memories(
         status: Annotated[StatusArg | None, Field(description="Only this status, e.g. quarantined.")] = None,
-        subject: Annotated[str | None, Field(description="Only this subject.")] = None,
-        purpose: Annotated[str | None, Field(description="Only this purpose.")] = None,
-        kind: Annotated[str | None, Field(description="Only this kind.")] = None,
+        subject: Annotated[TextArg(max_length=SUBJECT_MAX_CHARS) | None, Field(description="Only this subject.")] = None,
+        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description="Only this purpose.")] = None,
+        kind: Annotated[TextArg(max_length=KIND_MAX_CHARS) | None, Field(description="Only this kind.")] = None,
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="At most this many.")] = 20,
     ) -> CallToolResult:
         async def fetch(client: AsyncClient) -> list[Memory]:
