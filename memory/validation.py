@@ -75,6 +75,9 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+VERSION_MAX = 2**31 - 1  # a record's version column (PositiveIntegerField) holds no more
+
+
 class StrictIntegerField(serializers.IntegerField):
     """An integer in JSON, not a numeric string, float or boolean: a version is never guessed."""
 
@@ -271,7 +274,8 @@ class MemoryWriteSerializer(StrictSerializer):
     valid_from = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim starts to hold.")
     valid_to = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim stops holding.")
     supersedes = StrictUUIDField(required=False, allow_null=True, help_text="An active record of yours this one corrects.")
-    supersedes_version = StrictIntegerField(required=False, allow_null=True, min_value=1, help_text="Its current version.")
+    supersedes_version = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=VERSION_MAX,
+                                            help_text="Its current version.")
     derived_from = serializers.ListField(
         child=StrictUUIDField(), required=False, allow_null=True, allow_empty=False,
         max_length=DERIVED_FROM_MAX_ITEMS, help_text="Source records of a summary or merge (always reviewed).",
@@ -406,7 +410,7 @@ def parse_writes(items: list, *, now: datetime, kinds: Mapping[str, MemoryKind],
 
 
 class TransitionSerializer(StrictSerializer):
-    expected_version = StrictIntegerField(min_value=1, help_text="The version you decided on; a stale one is a 409.")
+    expected_version = StrictIntegerField(min_value=1, max_value=VERSION_MAX, help_text="The version you decided on; a stale one is a 409.")
     note = note_field(help_text="Why; kept in the history row.")
 
 

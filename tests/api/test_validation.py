@@ -103,6 +103,8 @@ def test_a_too_long_idempotency_key_is_a_400(agent_client, unchanged):
     ({"expected_version": 1.0}, {"expected_version"}),
     ({"expected_version": True}, {"expected_version"}),
     ({"expected_version": 0}, {"expected_version"}),
+    ({"expected_version": 2**31}, {"expected_version"}),  # beyond the version column
+    ({"expected_version": 10**30}, {"expected_version"}),
     ({"expected_version": 1, "note": 5}, {"note"}),
     ({"expected_version": 1, "note": "n" * 501}, {"note"}),
     ({"expected_verison": 1}, {"expected_version", "expected_verison"}),
