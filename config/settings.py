@@ -6,9 +6,11 @@ HSTS, secure cookies): `manage.py check --deploy --fail-level WARNING` passes wi
 the README lists (tests/config/test_deploy.py runs it).
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_HASHES
 from django.core.checks.security.base import (
     SECRET_KEY_INSECURE_PREFIX,
     SECRET_KEY_MIN_LENGTH,
@@ -78,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served by the app: /api/docs/ works offline
     "simple_history",
+    "axes",  # login throttling (see "Login throttling" below)
     "django_celery_beat",  # the job schedule, edited in the admin (governance.jobs.schedule)
     "memory",
     "governance",
@@ -86,14 +89,17 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",  # CONTENT_SECURITY_POLICY below
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "config.form_limits.FormLimitMiddleware",  # before CSRF: it reads the form first
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     "config.request_log.RequestLogMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a refused login into the lockout page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -145,6 +151,48 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "review:home"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Login throttling (django-axes), on the reviewer login and the admin's alike ---
+# LOGIN_FAILURE_LIMIT failed log-ins for one username (from any address), or from one address (for
+# any usernames), refuse further log-ins for that username or address, right password included,
+# until LOGIN_LOCKOUT_MINUTES have passed without another try. Attempts are rows in the database
+# (admin -> Access attempts, where an admin can also lift a lockout early; or `manage.py
+# axes_reset_username NAME`). Behind LOGIN_PROXY_COUNT reverse proxies the address is read from
+# X-Forwarded-For (config.login_throttle.client_ip); without it, every client would share the
+# proxy's address.
+AUTHENTICATION_BACKENDS = [
+    "config.login_throttle.LoginThrottleBackend",  # refuses a locked-out login; checks no password
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+LOGIN_PROXY_COUNT = env_int("LOGIN_PROXY_COUNT", 0)
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "config.login_throttle.lockout_response"  # the login page again, with a message, 429
+AXES_DISABLE_ACCESS_LOG = True  # keep failures only: a row per successful log-in would grow without end
+AXES_VERBOSE = False  # no start-up banner in every command's log; failures are still logged (usernames masked)
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0) or LOGIN_PROXY_COUNT < 0:
+    raise ImproperlyConfigured("LOGIN_FAILURE_LIMIT and LOGIN_LOCKOUT_MINUTES must be positive, LOGIN_PROXY_COUNT 0 or more.")
+
+# --- Content-Security-Policy (django-csp) on every response: scripts and styles only from this
+# site's own files (no inline script or style, no eval), nothing may frame a page, no plugins.
+# The API docs add `data:` images for Swagger UI's icons (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # One inline style attribute django-simple-history's admin history page carries
+        # (`style="border-top: 0"`), allowed by its hash alone.
+        "style-src-attr": [UNSAFE_HASHES, "'sha256-XMXSevYjgSjXgRafBFDvtjwX+yyWLrxfso9DcNZ9UXM='"],
+        "img-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -202,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # No badge from validator.swagger.io: the docs page loads nothing from other sites (CSP).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.schema.problem_responses"],
 }

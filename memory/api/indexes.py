@@ -3,9 +3,12 @@ coverage and the golden-recall gate's verdict from its last promotion attempt, a
 server can use it (`available`, `unavailable_reason`: a semantic index needs the `semantic` extra
 where recall runs; without it recall is lexical).
 
-Indexes span tenants; a gate report lists tenants by slug, so a reviewer sees only the entries of
-the tenants they review (a superuser sees all)."""
+Indexes span tenants, and so do their figures: a reviewer sees only the tenants they review (a
+superuser sees all). A gate report lists tenants by slug and shows only their entries;
+`inputs.records`, which counts every tenant's records when the index was built, becomes the count
+of the reviewer's tenants' records among its inputs: written up to `inputs.up_to` and active."""
 
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -15,7 +18,8 @@ from rest_framework.views import APIView
 from memory.api.authentication import request_actor
 from memory.api.permissions import IsReviewer
 from memory.api.views import PROBLEMS
-from memory.models import Tenant
+from memory.models import Status, Tenant
+from memory.selectors import records_in_scope
 from memory.search import semantic
 from memory.search.models import IndexKind, SearchIndex
 
@@ -33,7 +37,8 @@ def _visible(report: dict, slugs: set[str] | None) -> dict:
 
 
 class SearchIndexSerializer(serializers.ModelSerializer):
-    inputs = serializers.JSONField(help_text='{"records": N, "up_to": "<time>"}: what the index was built from.')
+    inputs = serializers.JSONField(help_text='{"records": N, "up_to": "<time>"}: what the index was built from (N: the '
+                                             "caller's tenants' records only, unless the caller sees every tenant).")
     promotion = serializers.SerializerMethodField(help_text="The last promotion decision, without the gate reports.")
     golden = serializers.SerializerMethodField(help_text="The golden-recall gate's report at the last promotion attempt.")
     available = serializers.SerializerMethodField(help_text="Whether this server can rank with the index (a semantic "
@@ -55,6 +60,15 @@ class SearchIndexSerializer(serializers.ModelSerializer):
     def get_unavailable_reason(self, index: SearchIndex) -> str | None:
         return semantic.unavailable_reason(index) if index.kind == IndexKind.SEMANTIC else None
 
+    def to_representation(self, index: SearchIndex) -> dict:
+        data = super().to_representation(index)
+        actor = self.context["actor"]
+        up_to = parse_datetime(str((index.inputs or {}).get("up_to") or ""))
+        if actor.tenant_ids is not None and isinstance(data["inputs"], dict) and "records" in data["inputs"] and up_to:
+            in_tenants = records_in_scope(actor).filter(status=Status.ACTIVE, created_at__lte=up_to)
+            data["inputs"] = {**data["inputs"], "records": in_tenants.count()}
+        return data
+
     def get_golden(self, index: SearchIndex) -> dict | None:
         gates = (index.report.get("promotion") or {}).get("gates") or {}
         golden = [report for name, report in gates.items() if "golden" in name]
@@ -70,4 +84,4 @@ class SearchIndexListView(APIView):
         actor = request_actor(request)
         slugs = None if actor.tenant_ids is None else set(Tenant.objects.filter(pk__in=actor.tenant_ids).values_list("slug", flat=True))
         indexes = SearchIndex.objects.order_by("kind", "-created_at", "-pk")
-        return Response(SearchIndexSerializer(indexes, many=True, context={"tenant_slugs": slugs}).data)
+        return Response(SearchIndexSerializer(indexes, many=True, context={"tenant_slugs": slugs, "actor": actor}).data)

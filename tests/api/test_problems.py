@@ -1,13 +1,14 @@
 """Every error is an RFC 9457 problem: authentication, permissions, unknown URLs, methods,
 rate limits and unexpected failures (which reveal nothing)."""
 
+import json
 import logging
 
 import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memory.models import ReviewerToken
+from memory.models import MemoryRecord, ReviewerToken
 from tests.api.conftest import FORGET, MEMORIES, RECALL, assert_problem, bearer_client
 from tests.conftest import memory_body
 
@@ -149,3 +150,32 @@ def test_a_user_turn_without_session_or_uri_is_reported_on_the_provenance(agent_
     body = memory_body(provenance={"source_type": "user_turn", "uri": None, "session_id": None, "turn_id": None})
     problem = assert_problem(agent_client.post(MEMORIES, body, format="json"), 400, errors={"provenance"})
     assert "session id or a URI" in problem["errors"]["provenance"][0]
+
+
+def _with_duplicate(body: dict, key: str, value, *, inside: str | None = None) -> bytes:
+    """`body` as JSON text with `key` written a second time (in `inside` when given), which a dict cannot hold."""
+    text = json.dumps(body)
+    if inside is None:
+        return (text[:-1] + f", {json.dumps(key)}: {json.dumps(value)}}}").encode()
+    start = text.index(f'"{inside}": {{') + len(f'"{inside}": {{')
+    return (text[:start] + f"{json.dumps(key)}: {json.dumps(value)}, " + text[start:]).encode()
+
+
+@pytest.mark.parametrize(("key", "value", "inside"), [("purpose", "billing", None), ("authority", "operator", None),
+                                                      ("source_type", "operator_config", "provenance")])
+def test_a_body_that_names_a_key_twice_is_a_400_and_writes_nothing(agent_client, key, value, inside):
+    """Which of two values counts is up to the decoder; the API takes neither."""
+    raw = _with_duplicate(memory_body(), key, value, inside=inside)
+    body = assert_problem(agent_client.generic("POST", MEMORIES, raw, content_type="application/json"), 400)
+    assert body["type"].endswith("malformed_request") and f"duplicate key '{key}'" in body["detail"]
+    assert not MemoryRecord.objects.exists()
+
+
+def test_a_batch_item_that_names_a_key_twice_fails_the_whole_batch(agent_client):
+    items = json.dumps({"items": [memory_body(), memory_body()]})
+    raw = items.replace('"kind": "preference"', '"kind": "preference", "kind": "semantic"', 1).encode()
+    assert_problem(agent_client.generic("POST", f"{MEMORIES}batch/", raw, content_type="application/json"), 400)
+    assert not MemoryRecord.objects.exists()
+    # The same value twice is no different: refused too, since a key means one thing once.
+    again = json.dumps(memory_body()).replace('"kind": "preference"', '"kind": "preference", "kind": "preference"', 1)
+    assert_problem(agent_client.generic("POST", MEMORIES, again.encode(), content_type="application/json"), 400)
