@@ -239,6 +239,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "memory.api.problems.problem_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["memory.api.throttling.CredentialRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"credential": env_str("API_THROTTLE_RATE", "600/min")},
+    # Anonymous callers are limited by address: the peer's, or the one the LOGIN_PROXY_COUNT-th proxy
+    # appended to X-Forwarded-For (DRF reads the whole header, which a client can forge, when unset).
+    "NUM_PROXIES": LOGIN_PROXY_COUNT,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 

@@ -179,3 +179,15 @@ def test_a_batch_item_that_names_a_key_twice_fails_the_whole_batch(agent_client)
     # The same value twice is no different: refused too, since a key means one thing once.
     again = json.dumps(memory_body()).replace('"kind": "preference"', '"kind": "preference", "kind": "preference"', 1)
     assert_problem(agent_client.generic("POST", MEMORIES, again.encode(), content_type="application/json"), 400)
+
+
+def test_an_anonymous_caller_cannot_pick_its_own_rate_bucket_with_a_forged_forwarded_header(rf):
+    """Without a proxy in front (LOGIN_PROXY_COUNT 0) the throttle keys an anonymous caller by the
+    peer address, whatever X-Forwarded-For claims."""
+    from rest_framework.request import Request
+
+    from memory.api.throttling import CredentialRateThrottle
+
+    keys = {CredentialRateThrottle().get_cache_key(Request(rf.get("/", HTTP_X_FORWARDED_FOR=forged, REMOTE_ADDR="198.51.100.7")), None)
+            for forged in ("1.1.1.1", "2.2.2.2", "")}
+    assert len(keys) == 1 and "198.51.100.7" in keys.pop()
