@@ -10,6 +10,7 @@ from django.apps import apps as django_apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test.utils import override_settings
 
 from memory.actors import REVIEWERS_GROUP, Actor
@@ -24,6 +25,17 @@ _counter = itertools.count(1)
 # so a hash a subprocess made (manage.py, seed_demo) still verifies. override_settings sends
 # setting_changed, which clears Django's cached hasher list.
 override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]).enable()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.postgresql(reason=...)` / `@pytest.mark.sqlite(reason=...)`: the test needs that
+    database (DATABASE_URL picks it); on the other it is skipped, with the reason (`bin/test -m
+    postgresql` runs only the PostgreSQL ones)."""
+    for vendor in ("postgresql", "sqlite"):
+        marker = item.get_closest_marker(vendor)
+        if marker and connection.vendor != vendor:
+            reason = marker.kwargs.get("reason")
+            pytest.skip(f"{vendor} only: {reason}" if reason else f"{vendor} only")
 
 
 def memory_body(**overrides: Any) -> dict:

@@ -53,7 +53,9 @@ How the rows are found without scoring the whole scope:
 import heapq
 import json
 import math
+import os
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -679,6 +681,41 @@ def fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+_FTS5_SCRATCH = threading.local()
+
+
+def fts5_tokens(tokenizer: str, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens as an FTS5 table with `tokenizer` (one of ANALYSERS) stores them, read
+    from a scratch table in a private in-memory database (one per thread and process, its tables
+    made once, each call's rows rolled back) opened with the driver of the app's connection: the
+    same FTS5 code as the index's, while recall's own connection runs no statement for it (a temp
+    FTS5 table on that connection cost six statements a recall and, as SQLite's connections last
+    one request, its creation each time)."""
+    known = sorted(a["sqlite"] for a in ANALYSERS.values())
+    if tokenizer not in known:  # never splice anything else into DDL
+        raise ValueError("Unknown analyser.")
+    table = f"terms_{known.index(tokenizer)}"
+    scratch = _FTS5_SCRATCH
+    if getattr(scratch, "pid", None) != os.getpid():  # a forked process opens its own
+        scratch.pid, scratch.tables = os.getpid(), set()
+        scratch.db = connection.Database.connect(":memory:", isolation_level=None)
+    db = scratch.db
+    if table not in scratch.tables:
+        db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(w, tokenize='{tokenizer}')")
+        db.execute(f"CREATE VIRTUAL TABLE {table}_v USING fts5vocab({table}, 'instance')")
+        scratch.tables.add(table)
+    db.execute("BEGIN")
+    try:
+        db.executemany(f"INSERT INTO {table}(rowid, w) VALUES (?, ?)", enumerate(texts, start=1))
+        rows = db.execute(f'SELECT doc, term FROM {table}_v ORDER BY doc, "offset"').fetchall()
+    finally:
+        db.execute("ROLLBACK")
+    tokens: list[list[str]] = [[] for _ in texts]
+    for doc, term in rows:
+        tokens[doc - 1].append(term)
+    return tokens
+
+
 class _SQLite:
     RECENCY = (f"power(0.5, max(0.0, julianday(%(now)s) - julianday(d.confirmed_at)) "
                f"/ {RECENCY_HALF_LIFE_DAYS!r})")
@@ -688,27 +725,15 @@ class _SQLite:
     def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
         """unicode61 splits on everything but letters and digits; the recipe's stop words go
         first (before stemming, as PostgreSQL does); the rest are stemmed by the index's own
-        tokenizer in a per-connection scratch table, and each distinct stem is kept once."""
+        tokenizer (`fts5_tokens`), and each distinct stem is kept once."""
         drop = stop_words(recipe)
         words = list(dict.fromkeys(w for w in re.findall(r"[^\W_]+", text.lower()) if w not in drop))
         if not words:
             return []
-        tokenizer = recipe["analyser"]["sqlite"]
-        scratch = f"gm_query_terms_{sorted(a['sqlite'] for a in ANALYSERS.values()).index(tokenizer)}"
-        with connection.cursor() as cursor:
-            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{scratch} USING fts5(w, tokenize='{tokenizer}')")
-            cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{scratch}_v USING fts5vocab(temp, {scratch}, 'instance')")
-            cursor.execute(f"DELETE FROM temp.{scratch}")
-            cursor.executemany(f"INSERT INTO temp.{scratch}(rowid, w) VALUES (%s, %s)", list(enumerate(words, start=1)))
-            cursor.execute(f"SELECT doc, term FROM temp.{scratch}_v ORDER BY doc, \"offset\"")
-            stems: dict[int, list[str]] = {}
-            for doc, term in cursor.fetchall():
-                stems.setdefault(doc, []).append(term)
-            cursor.execute(f"DELETE FROM temp.{scratch}")
         kept: dict[str, str] = {}  # stem(s) -> the first word with them (the stemmer is not idempotent)
-        for position, word in enumerate(words, start=1):
-            if position in stems:
-                kept.setdefault(" ".join(stems[position]), word)
+        for word, stems in zip(words, fts5_tokens(recipe["analyser"]["sqlite"], words)):
+            if stems:
+                kept.setdefault(" ".join(stems), word)
         return list(kept.items())
 
     def _match(self, scope: Scope) -> str:
