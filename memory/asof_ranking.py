@@ -4,7 +4,7 @@ and scoring functions as `memory.search.ranking`, over texts the search index no
 The index tables hold today's active records only, so the historical rows are analysed here, by
 the database, with the serving lexical index's recipe: on PostgreSQL `to_tsvector` with its text
 search configuration (occurrences per lexeme, as the index stores them), on SQLite the recipe's
-FTS5 tokenizer in a per-connection scratch table, matched and counted the way the index is
+FTS5 tokenizer in a private scratch table (ranking.fts5_scratch), matched and counted the way the index is
 (`highlight()` marks). The word count is the index's `doclen_sql`. BM25's collection (N, the
 average length, each term's document frequency) is the scope's records that were active then,
 including those already past expiry or outside their valid window (as the index counts them);
@@ -20,8 +20,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from memory.search.ranking import Ranked, analyse_query, fts_phrase, idf, priors, term_score
-from memory.search.recipes import ANALYSERS
+from memory.search.ranking import Ranked, analyse_query, fts5_scratch, fts_phrase, idf, priors, term_score
 from memory.search.storage import doclen_sql
 from memory.search.models import SearchIndex
 
@@ -89,28 +88,21 @@ def _postgres(index, rows, words):
 
 
 def _sqlite(index, rows, words):
-    """The contents go into a scratch FTS5 table with the index's tokenizer (one per analyser, per
-    connection, emptied afterwards) and are matched per word as the index matches them."""
-    tokenizer = index.recipe["analyser"]["sqlite"]
-    known = sorted(a["sqlite"] for a in ANALYSERS.values())
-    if tokenizer not in known:  # never splice anything else into DDL
-        raise ValueError("Unknown analyser.")
-    scratch = f"gm_asof_docs_{known.index(tokenizer)}"
+    """The contents go into a scratch FTS5 table with the index's tokenizer (a private in-memory
+    database, rolled back afterwards: memory.search.ranking.fts5_scratch) and are matched per word
+    as the index matches them."""
+    db, scratch = fts5_scratch(index.recipe["analyser"]["sqlite"], "asof_docs", "body")
     doclens, tfs = {}, {}
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{scratch} USING fts5(body, tokenize='{tokenizer}')")
-        cursor.execute(f"DELETE FROM temp.{scratch}")
-        try:
-            cursor.executemany(f"INSERT INTO temp.{scratch}(rowid, body) VALUES (%s, %s)",
-                               [(row.history_id, row.content) for row in rows])
-            cursor.execute(f"SELECT rowid, {doclen_sql('body', vendor='sqlite')} FROM temp.{scratch}")
-            doclens = {rowid: int(doclen) for rowid, doclen in cursor.fetchall()}
-            for word in words:
-                # tf: the word's marks in highlight(), minus any such character the text holds
-                cursor.execute(f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM temp.{scratch} "
-                               f"WHERE {scratch} MATCH %s", [f"body : {fts_phrase(word)}"])
-                for rowid, body, marked in cursor.fetchall():
-                    tfs[(rowid, word)] = marked.count("\x01") - body.count("\x01")
-        finally:
-            cursor.execute(f"DELETE FROM temp.{scratch}")
+    db.execute("BEGIN")
+    try:
+        db.executemany(f"INSERT INTO {scratch}(rowid, body) VALUES (?, ?)", [(row.history_id, row.content) for row in rows])
+        doclens = {rowid: int(doclen) for rowid, doclen in
+                   db.execute(f"SELECT rowid, {doclen_sql('body', vendor='sqlite')} FROM {scratch}").fetchall()}
+        for word in words:
+            # tf: the word's marks in highlight(), minus any such character the text holds
+            for rowid, body, marked in db.execute(f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM {scratch} "
+                                                  f"WHERE {scratch} MATCH ?", [f"body : {fts_phrase(word)}"]).fetchall():
+                tfs[(rowid, word)] = marked.count("\x01") - body.count("\x01")
+    finally:
+        db.execute("ROLLBACK")
     return doclens, tfs

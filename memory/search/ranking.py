@@ -684,26 +684,33 @@ def fts_phrase(text: str) -> str:
 _FTS5_SCRATCH = threading.local()
 
 
-def fts5_tokens(tokenizer: str, texts: Sequence[str]) -> list[list[str]]:
-    """Each text's tokens as an FTS5 table with `tokenizer` (one of ANALYSERS) stores them, read
-    from a scratch table in a private in-memory database (one per thread and process, its tables
-    made once, each call's rows rolled back) opened with the driver of the app's connection: the
-    same FTS5 code as the index's, while recall's own connection runs no statement for it (a temp
-    FTS5 table on that connection cost six statements a recall and, as SQLite's connections last
-    one request, its creation each time)."""
+def fts5_scratch(tokenizer: str, name: str, columns: str, *, extra: Sequence[str] = ()):
+    """A private in-memory SQLite database (one per thread and process, opened with the driver of
+    the app's connection, so the same FTS5 code as the index's) holding the FTS5 table `name`
+    (columns, tokenizer one of ANALYSERS) and any `extra` DDL, made once. Callers work inside
+    BEGIN ... ROLLBACK, so no text they analyse outlives the call, and the app's own connection
+    runs no statement for it and writes nothing to a temporary file."""
     known = sorted(a["sqlite"] for a in ANALYSERS.values())
     if tokenizer not in known:  # never splice anything else into DDL
         raise ValueError("Unknown analyser.")
-    table = f"terms_{known.index(tokenizer)}"
+    table = f"{name}_{known.index(tokenizer)}"
     scratch = _FTS5_SCRATCH
     if getattr(scratch, "pid", None) != os.getpid():  # a forked process opens its own
         scratch.pid, scratch.tables = os.getpid(), set()
         scratch.db = connection.Database.connect(":memory:", isolation_level=None)
-    db = scratch.db
     if table not in scratch.tables:
-        db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(w, tokenize='{tokenizer}')")
-        db.execute(f"CREATE VIRTUAL TABLE {table}_v USING fts5vocab({table}, 'instance')")
+        scratch.db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5({columns}, tokenize='{tokenizer}')")
+        for ddl in extra:
+            scratch.db.execute(ddl.format(table=table))
         scratch.tables.add(table)
+    return scratch.db, table
+
+
+def fts5_tokens(tokenizer: str, texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens as an FTS5 table with `tokenizer` (one of ANALYSERS) stores them, read
+    from a scratch table (fts5_scratch): a temp FTS5 table on recall's own connection cost six
+    statements a recall and, as SQLite's connections last one request, its creation each time."""
+    db, table = fts5_scratch(tokenizer, "terms", "w", extra=["CREATE VIRTUAL TABLE {table}_v USING fts5vocab({table}, 'instance')"])
     db.execute("BEGIN")
     try:
         db.executemany(f"INSERT INTO {table}(rowid, w) VALUES (?, ?)", enumerate(texts, start=1))
