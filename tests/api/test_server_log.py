@@ -15,7 +15,7 @@ from tests.conftest import memory_body
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's server log (SQLite has none)"),
+    pytest.mark.postgresql(reason="PostgreSQL's server log (SQLite has none)"),
 ]
 
 

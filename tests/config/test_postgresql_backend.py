@@ -8,7 +8,7 @@ from django.db.backends.postgresql.psycopg_any import register_tzloader as djang
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the PostgreSQL backend (SQLite stores text)"),
+    pytest.mark.postgresql(reason="the PostgreSQL backend (SQLite stores text)"),
 ]
 
 VALUES = ("SELECT '2026-12-02 01:02:03.456789+00'::timestamptz, '2020-02-29 23:59:59.999999+05:30'::timestamptz, "

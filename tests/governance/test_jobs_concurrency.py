@@ -59,12 +59,11 @@ def test_even_without_the_lock_concurrent_expiry_transitions_each_record_once(ma
 
 
 @pytest.mark.parametrize("walk", [None, "index", "blocks"])
+@pytest.mark.postgresql(reason="SQLite has one writer at a time: no transaction holds a record while the job runs")
 def test_a_record_a_reviewer_is_transitioning_during_the_run_keeps_the_reviewers_transition_only(
         make_records, history, reviewer_actor, walk):
     """The run skips the record the reviewer's open transaction holds, without waiting for it, and
     the reviewer's transition is its only one: one history row, no `job.expire` beside it."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: no transaction holds a record while the job runs")
     from django.db import transaction
 
     from memory.services import memory_expire_due, memory_retire

@@ -95,10 +95,9 @@ def test_expiry_writes_in_batches_not_per_record(make_records, django_assert_max
     assert (statements.count("UPDATE"), statements.count("INSERT")) == (3, 3)
 
 
+@pytest.mark.postgresql(reason="SQLite walks the expiry index")
 def test_postgresql_walks_the_table_when_many_are_due_and_the_index_when_few(make_records, history,
                                                                               django_assert_max_num_queries):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite walks the expiry index")
     _records_table_of_this_test()
     make_records(300, expired=False)
     few = make_records(2)
@@ -117,9 +116,8 @@ def test_postgresql_walks_the_table_when_many_are_due_and_the_index_when_few(mak
 
 
 @pytest.mark.parametrize("walk", ["index", "blocks"])
+@pytest.mark.postgresql(reason="SQLite has one walk")
 def test_either_walk_expires_only_due_active_or_quarantined_records_once(make_records, history, walk):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one walk")
     due = make_records(7) + make_records(4, status=Status.QUARANTINED)
     kept = make_records(3, expired=False) + make_records(3, status=Status.REJECTED)
     assert memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=2, walk=walk) == 11
@@ -132,9 +130,8 @@ def test_either_walk_expires_only_due_active_or_quarantined_records_once(make_re
 
 
 @pytest.mark.parametrize("walk", ["index", "blocks"])
+@pytest.mark.postgresql(reason="SQLite has one walk")
 def test_max_batches_stops_a_walk_and_the_next_run_goes_on(make_records, history, walk):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one walk")
     ids = make_records(40)
     first = memory_expire_due(actor=ACTOR, now=timezone.now(), batch_size=5, walk=walk, max_batches=1)
     assert first < 40  # one batch (a range of pages may hold none)
@@ -154,9 +151,8 @@ def test_records_sharing_one_expiry_moment_all_expire_across_batches_once_each(m
 
 
 @pytest.mark.parametrize("walk", ["index", "blocks"])
+@pytest.mark.postgresql(reason="SQLite has one walk")
 def test_sharing_one_expiry_moment_either_postgresql_walk_expires_each_once(make_records, history, walk):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one walk")
     ids = make_records(23)
     moment = timezone.now() - timedelta(minutes=5)
     MemoryRecord.objects.filter(pk__in=ids).update(created_at=moment - timedelta(hours=1), expires_at=moment)

@@ -36,7 +36,7 @@ def test_sparse_history_keys_are_indexed_only_where_set(column):
     assert all(f"{column} IS NOT NULL" in sql.replace('"', "") for sql in on_column.values()), on_column
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the planner's choice is PostgreSQL's")
+@pytest.mark.postgresql(reason="the planner's choice is PostgreSQL's")
 @pytest.mark.parametrize(("column", "index"), [("supersedes_id", "memory_history_supersedes_idx"),
                                                ("history_user_id", "memory_history_user_idx")])
 def test_a_lookup_by_a_sparse_key_uses_its_partial_index(column, index):

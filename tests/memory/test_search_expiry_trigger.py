@@ -11,7 +11,8 @@ from django.utils import timezone
 from memory.models import MemoryRecord
 from memory.search import active_index, storage
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db,
+              pytest.mark.postgresql(reason="SQLite's triggers delete the entry of every record leaving active at once")]
 
 
 def _entries() -> set:
@@ -28,12 +29,6 @@ def _past(*records) -> None:
 def _raw_update(sql: str, ids) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {storage.RECORDS} SET {sql} WHERE id = ANY(%s)", [[r.pk for r in ids]])
-
-
-@pytest.fixture(autouse=True)
-def _postgresql_only():
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite's triggers delete the entry of every record leaving active at once")
 
 
 def test_records_expired_in_time_keep_their_entries_until_the_sweep(write):

@@ -137,7 +137,7 @@ def test_writes_and_transitions_reach_every_stored_index_at_once(corpus, write, 
         ids = [pk for pk, _ in _ranked(credential, "roadtrip", index=index)]
         assert new.pk in ids and quarantined.pk not in ids
         assert _storage_rows(index) == len(CORPUS) + 1
-    from memory.services import memory_expire_due, memory_retire
+    from memory.services import memory_retire
 
     memory_retire(record_id=new.pk, expected_version=new.version, actor=reviewer_actor, note="")
     for index in (active_index(), candidate):
@@ -240,9 +240,8 @@ def _terms_recounted(name: str) -> dict:
         return {row[:4]: row[4:] for row in cursor.fetchall()}
 
 
+@pytest.mark.postgresql(reason="the terms table is PostgreSQL's (SQLite counts with FTS5)")
 def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_subjects_words(write, tenant, reviewer_actor):
-    if connection.vendor != "postgresql":
-        pytest.skip("the terms table is PostgreSQL's (SQLite counts with FTS5)")
     name = active_index().storage_name
     write(content="Roadtrip roadtrip roadtrip along the coast.", subject="customer/ann")
     second = write(content="A roadtrip to the office.", subject="customer/bob")
@@ -284,11 +283,10 @@ def _stats(name: str, *, recounted: bool = False) -> dict:
         return {row[:5]: row[5:] for row in cursor.fetchall()}
 
 
+@pytest.mark.postgresql(reason="the statistics tables are PostgreSQL's (SQLite counts with FTS5)")
 def test_postgresql_a_sweep_batch_that_empties_many_buckets_leaves_exact_statistics(write):
     # One statement removes every entry of some buckets and some of another's: the emptied buckets
     # (they name subjects) and the terms no entry holds any more are deleted, the rest decremented.
-    if connection.vendor != "postgresql":
-        pytest.skip("the statistics tables are PostgreSQL's (SQLite counts with FTS5)")
     name = active_index().storage_name
     kept = write(content="A roadtrip kept for ann.", subject="customer/ann")
     due = [write(content=f"Roadtrip {word} for {who}.", subject=f"customer/{who}")
@@ -309,10 +307,9 @@ def test_postgresql_a_sweep_batch_that_empties_many_buckets_leaves_exact_statist
         assert [row[0] for row in cursor.fetchall()] == [kept.pk]
 
 
+@pytest.mark.postgresql(reason="the statistics tables are PostgreSQL's")
 def test_postgresql_statistics_tables_leave_room_for_in_place_updates():
     # Counters every write updates: half of each page free keeps their updates heap-only.
-    if connection.vendor != "postgresql":
-        pytest.skip("the statistics tables are PostgreSQL's")
     index = active_index()
     storage.pg_upgrade_triggers(index.storage_name, index.recipe)  # an index from before keeps the setting too
     with connection.cursor() as cursor:
@@ -385,9 +382,8 @@ def test_an_index_whose_triggers_a_migration_dropped_is_rebuilt_after_migrating(
 
 
 @pytest.mark.django_db(transaction=True)  # two connections remove the last two records of one bucket
+@pytest.mark.postgresql(reason="SQLite has one writer at a time")
 def test_postgresql_statistics_stay_exact_when_two_transactions_empty_a_bucket_together(write):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time")
     import threading
 
     import psycopg

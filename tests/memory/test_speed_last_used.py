@@ -117,9 +117,8 @@ def test_recall_costs_the_same_queries_for_1_or_40_records_and_writes_nothing(wr
 
 
 @pytest.mark.django_db(transaction=True)  # the lock is held by another connection
+@pytest.mark.postgresql(reason="SQLite has one writer at a time: no row locks to skip")
 def test_a_flush_skips_a_record_another_transaction_holds_instead_of_waiting(write):
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: no row locks to skip")
     import time
 
     import psycopg
