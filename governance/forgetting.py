@@ -15,7 +15,8 @@ rows. The request itself keeps the subject as filed until it completes; the `for
 artifact then fingerprints it too.
 
 An artifact is any object with a `name`, a `covers` tuple (labels of the models whose rows it
-cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`. One with
+cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`; one that
+writes tables no model describes names them in `tables()` (see `artifact_tables`). One with
 `at_completion = True` runs once, after every chunk, in the transaction that completes the
 request (with no record ids). A new
 derived store (embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from
@@ -78,6 +79,22 @@ def register_artifact(artifact: ForgetArtifact, *, before: str | None = None) ->
 
 def registered_artifacts() -> tuple[ForgetArtifact, ...]:
     return tuple(_ARTIFACTS)
+
+
+def artifact_tables(artifact: ForgetArtifact) -> set[str]:
+    """The database tables an artifact's purge writes to, whose files keep the old row versions
+    until they are rewritten (governance.portability.disk): what its `tables()` names, for storage
+    outside the ORM, else the tables of the models it covers."""
+    named = getattr(artifact, "tables", None)
+    if callable(named):
+        return set(named())
+    return {apps.get_model(label)._meta.db_table for label in artifact.covers}
+
+
+def tables_touched() -> list[str]:
+    """Every table a forget's propagation may write to, by the registered artifacts' own account,
+    in the artifacts' order (the records' tables early)."""
+    return list(dict.fromkeys(table for artifact in _ARTIFACTS for table in sorted(artifact_tables(artifact))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,6 +296,8 @@ CONTENT_FREE_REFERENCES: dict[str, str] = {
     "memory.MemoryRecord_derived_from": "pairs of record ids (derivation links)",
     "governance.ForgetRequest_records": "pairs of ids (request, record)",
     "governance.DedupProposalDrop": "ids and versions",
+    "memory.SourceHold": "the id of the write that raised a hold, beside keyed fingerprints",
+    "memory.HistoricalSourceHold": "the same, as each history row of a hold keeps it",
 }
 
 

@@ -20,7 +20,11 @@ A restore
    session (the app's schema dropped, the backup's SQL and COPY data run, then the re-forget),
    so other sessions wait and then see the re-forgotten database. SQLite: in a staging file next
    to the live one, then copied over the live file with the online backup API in one step;
-4. appends a `restore` line to the ledger and records a `restore` JobRun.
+4. appends a `restore` line to the ledger and records a `restore` JobRun;
+5. runs the `disk_rewrite` job at once (governance.portability.disk): the restore wrote every
+   table anew and the re-forget left the re-forgotten rows' old versions in those files, which
+   must not wait for the schedule. Its run (tables rewritten and verified, or pending and retried
+   by the job, which is also sent to the workers then) is in the result.
 """
 
 import hashlib
@@ -50,8 +54,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from governance.forgetting import propagate_open_forget_requests
+from governance.jobs import run_job
 from governance.models import ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
-from governance.portability import ledger
+from governance.portability import disk, ledger
 from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import Agent, MemoryRecord, Tenant
@@ -247,6 +252,7 @@ class RestoreResult:
     propagated: int = 0
     counts: dict = field(default_factory=dict)
     job_run_id: int | None = None
+    disk: dict = field(default_factory=dict)  # the disk_rewrite run that followed
 
     def summary(self) -> dict:
         return {
@@ -254,7 +260,7 @@ class RestoreResult:
             "reapplied_forgets": len([r for r in self.reforgotten if r.forget_request]),
             "records_reforgotten": sum(r.affected for r in self.reforgotten),
             "skipped_forgets": len([r for r in self.reforgotten if r.skipped]),
-            "requests_propagated": self.propagated, "counts": self.counts,
+            "requests_propagated": self.propagated, "counts": self.counts, "disk_rewrite": self.disk,
         }
 
 
@@ -315,7 +321,30 @@ def restore(infile: Path) -> RestoreResult:
     )
     result.job_run_id = run.pk
     logger.info("backup restored", extra={"backup_id": manifest["id"], **{k: v for k, v in summary.items() if isinstance(v, int)}})
+    result.disk = _rewrite_disk_now()
     return result
+
+
+def _rewrite_disk_now() -> dict:
+    """Run the `disk_rewrite` job now, the way `manage.py run_job` does: the restored tables hold
+    the re-forgotten rows' old versions. If it could not finish (its lock held by a run that
+    started before the restore, a table it could not rewrite), the task is also sent to the workers
+    (best effort: beat's schedule remains)."""
+    run = run_job(disk.JOB, trigger="restore")
+    counts = run.counts or {}
+    outcome = {"run": run.pk, "status": run.status, "database": _connection().vendor, **{key: counts.get(key, 0) for key in (
+        "requests", "requests_completed", "tables_verified", "tables_pending")}, "errors": list(run.errors)}
+    outcome["complete"] = run.status == JobRun.Status.SUCCEEDED and outcome["requests_completed"] == outcome["requests"]
+    if not outcome["complete"]:
+        from governance.tasks import run_disk_rewrite
+
+        try:
+            run_disk_rewrite.apply_async(kwargs={"trigger": "restore"}, retry=False)
+            outcome["sent_to_workers"] = True
+        except Exception as exc:  # the restore has committed; the schedule runs the job anyway
+            logger.warning("could not send the disk rewrite to the workers", extra={"error": type(exc).__name__})
+            outcome["sent_to_workers"] = False
+    return outcome
 
 
 def _ledger_live_requests() -> None:

@@ -531,6 +531,14 @@ def storage_names_present() -> set[str]:
     return {match.group(1) for match in map(STORAGE_NAME.match, names) if match}
 
 
+def storage_tables() -> list[str]:
+    """Every table of every index storage in the database, lexical or semantic (`memory.search.
+    vectors` follows these names), served or not: PostgreSQL `<name>`, `<name>_terms`,
+    `<name>_stats`; SQLite `<name>_doc` and the FTS5 table with its shadow tables. A forget's
+    deletes leave old row versions in their files until the tables are rewritten."""
+    return sorted(table for table in connection.introspection.table_names() if STORAGE_NAME.match(table))
+
+
 def drop_storage_except(keep: Iterable[str]) -> list[str]:
     """Drop every index storage not named in `keep` (left behind by a retired index, a failed
     build, or a test database flush); returns the names dropped."""

@@ -27,3 +27,42 @@ def read_plain(path: Path) -> tuple[dict, str]:
 
 def notes_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.md") if p.name != "index.md")
+
+
+def database_files(scope: str = "schema") -> list[Path]:
+    """The files a forget's bytes could be left in. SQLite: the database file and its WAL.
+    PostgreSQL (read as root from the server's data directory, on this host): `schema`: every
+    relation of the app's schema (tables, indexes, sequences) with each table's TOAST table and
+    TOAST index, every fork and segment; `database`: every file of the database's directory."""
+    from django.db import connection
+
+    if connection.vendor == "sqlite":
+        path = Path(connection.settings_dict["NAME"])
+        return [Path(f"{path}{suffix}") for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists()]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        data = Path(cursor.fetchone()[0])
+        if scope == "database":
+            cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+            return sorted(p for p in (data / "base" / str(cursor.fetchone()[0])).iterdir() if p.is_file())
+        cursor.execute(
+            """WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                            WHERE n.nspname = current_schema()),
+                    rels AS (SELECT oid FROM own UNION SELECT reltoastrelid FROM own WHERE reltoastrelid <> 0
+                             UNION SELECT i.indexrelid FROM pg_index i JOIN own ON i.indrelid = own.reltoastrelid)
+               SELECT pg_relation_filepath(oid) FROM rels""")
+        bases = [data / row[0] for row in cursor.fetchall() if row[0]]
+    return sorted({path for base in bases for path in base.parent.glob(base.name + "*")
+                   if path.name == base.name or path.name[len(base.name)] in "._"})
+
+
+def bytes_on_disk(needle: str, *, scope: str = "schema") -> int:
+    """Occurrences of `needle` in the bytes of `database_files(scope)`; on PostgreSQL after a
+    CHECKPOINT, so what is in shared buffers is in the files too."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    raw = needle.encode()
+    return sum(path.read_bytes().count(raw) for path in database_files(scope) if path.exists())

@@ -18,10 +18,13 @@ from django.test import Client
 
 from governance.jobs import run_job
 from governance.models import ForgetRequest, ForgetTombstone, JobRun
+from governance.portability import backups, disk
 from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status, Tenant
+from memory.search.build import ensure_active_index
 from tests.governance.test_forget_propagation import canary, full_dump
+from tests.portability.conftest import bytes_on_disk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -182,3 +185,74 @@ def test_restore_re_applies_only_forgets_the_backup_lacks_and_skips_tenants_it_d
     assert not Tenant.objects.filter(slug="later").exists()
     assert set(MemoryRecord.objects.values_list("status", flat=True)) == {Status.FORGOTTEN}
     assert ForgetRequest.objects.count() == 2  # the one in the backup, and the re-forget
+
+
+def test_a_restore_of_an_older_backup_rewrites_the_re_forgotten_rows_out_of_the_table_files_at_once(
+    tenant, write, reviewer_actor, tmp_path, monkeypatch,
+):
+    ensure_active_index()  # its tables get copies too
+    secret, who, control = canary(), canary(), canary()
+    write(subject=f"customer/{who}", content=f"Door code {secret}.")
+    write(subject="customer/frank", content=f"Frank's note {control}.")
+    backup(tmp_path / "older.tar")
+    forget_request_create(actor=reviewer_actor, tenant=tenant, subject=f"customer/{who}", reason="erasure")
+    run_job("propagate_forgets", trigger="run_job")
+    run_job("disk_rewrite", trigger="run_job")
+    assert bytes_on_disk(secret) == bytes_on_disk(who) == 0  # clean on disk before the restore
+
+    # Without the rewrite that follows it, the restore's re-forget leaves the rows' old versions
+    # in PostgreSQL's new table files (SQLite's secure_delete zeroed them at commit).
+    monkeypatch.setattr(backups, "_rewrite_disk_now", lambda: {
+        "run": None, "status": "not run", "requests": 0, "requests_completed": 0, "tables_verified": 0,
+        "tables_pending": 0, "errors": [], "complete": False})
+    restore(tmp_path / "older.tar")
+    if connection.vendor == "postgresql":
+        assert bytes_on_disk(secret) > 0 and bytes_on_disk(who) > 0
+    else:
+        assert bytes_on_disk(secret) == bytes_on_disk(who) == 0
+    monkeypatch.undo()
+
+    summary, lines = restore(tmp_path / "older.tar")
+
+    # no scheduled run: the restore ran the rewrite itself, and says so
+    assert bytes_on_disk(secret) == bytes_on_disk(who) == 0
+    assert bytes_on_disk(control) > 0
+    if connection.vendor == "postgresql":
+        assert bytes_on_disk(secret, scope="database") == 0
+    outcome = summary["disk_rewrite"]
+    assert outcome["complete"] and outcome["requests"] == outcome["requests_completed"] >= 1
+    assert list(JobRun.objects.filter(job="disk_rewrite").values_list("trigger", flat=True)) == ["restore"]
+    line = next(line for line in lines if line.startswith("disk"))
+    if connection.vendor == "postgresql":
+        assert outcome["tables_verified"] >= 5 and outcome["tables_pending"] == 0
+        assert f"{outcome['tables_verified']} tables rewritten and verified" in line
+    else:
+        assert "write-ahead log was checkpointed and truncated" in line
+    for reforget in ForgetRequest.objects.all():  # the ledger's forget, and the first restore's re-forget of it
+        receipt = reforget.receipts.get(artifact="disk")
+        assert receipt.note.startswith("On disk at") and receipt.completed_at > reforget.completed_at
+
+
+def test_a_disk_rewrite_the_restore_could_not_finish_is_said_and_sent_to_the_workers(
+    tenant, write, reviewer_actor, tmp_path, monkeypatch,
+):
+    write(subject="customer/erin", content=f"Erin {canary()}.")
+    backup(tmp_path / "older.tar")
+    forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/erin", reason="erasure")
+    run_job("propagate_forgets", trigger="run_job")
+    sent = []
+    monkeypatch.setattr("governance.tasks.run_disk_rewrite.apply_async", lambda **kwargs: sent.append(kwargs))
+    if connection.vendor == "postgresql":
+        monkeypatch.setattr(disk.shutil, "which", lambda name: None)  # no pg_repack: plain VACUUM verifies nothing
+    else:
+        monkeypatch.setattr(disk, "checkpoint_sqlite", lambda: False)  # a reader held the write-ahead log
+
+    summary, lines = restore(tmp_path / "older.tar")
+
+    outcome = summary["disk_rewrite"]
+    assert not outcome["complete"] and outcome["requests_completed"] == 0 and outcome["sent_to_workers"]
+    assert sent == [{"kwargs": {"trigger": "restore"}, "retry": False}]
+    line = next(line for line in lines if line.startswith("disk"))
+    assert "stay pending" in line and "sent to the workers" in line
+    receipt = ForgetRequest.objects.get().receipts.get(artifact="disk")
+    assert receipt.note.startswith("Pending: not verified")
