@@ -18,7 +18,8 @@ An artifact is any object with a `name`, a `covers` tuple (labels of the models 
 cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`; one that
 writes tables no model describes names them in `tables()` (see `artifact_tables`). One with
 `at_completion = True` runs once, after every chunk, in the transaction that completes the
-request (with no record ids). A new
+request (with no record ids). One with `completes_later = True` leaves its receipt's completion
+time empty: its own job completes it (the disk rewrite, once verified). A new
 derived store (embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from
 its AppConfig.ready():
 
@@ -388,7 +389,9 @@ def _purge_chunk(request: ForgetRequest, record_ids: list[uuid.UUID], artifacts:
                 receipt = PropagationReceipt(forget_request=request, artifact=artifact.name, removed=0)
                 new.append(receipt)
             receipt.removed += count
-            receipt.completed_at, receipt.note = timezone.now(), note[:500]
+            # an artifact whose own job finishes the work (the disk rewrite) leaves its receipt open
+            receipt.completed_at = None if getattr(artifact, "completes_later", False) else timezone.now()
+            receipt.note = note[:500]
         PropagationReceipt.objects.bulk_create(new)
         PropagationReceipt.objects.bulk_update([r for r in receipts.values() if r.artifact in removed],
                                                ["removed", "completed_at", "note"])

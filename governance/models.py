@@ -69,7 +69,8 @@ class PropagationReceipt(models.Model):
     forget_request = models.ForeignKey(ForgetRequest, on_delete=models.CASCADE, related_name="receipts")
     artifact = models.CharField(max_length=100)
     removed = models.PositiveIntegerField(default=0)
-    completed_at = models.DateTimeField()
+    completed_at = models.DateTimeField(
+        null=True, blank=True, help_text="Empty while the artifact's own job has yet to finish (the disk rewrite).")
     note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
 
     class Meta:

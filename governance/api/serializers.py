@@ -29,7 +29,7 @@ class ForgetRequestInputSerializer(RejectUnknownFieldsMixin, serializers.Seriali
 class PropagationReceiptSerializer(serializers.Serializer):
     artifact = serializers.CharField()
     removed = serializers.IntegerField()
-    completed_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True, help_text="Null while the artifact's own job is pending.")
     note = serializers.CharField()
 
 

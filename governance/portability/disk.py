@@ -79,6 +79,7 @@ def remains_note(requested_at: datetime) -> str:
 class DiskArtifact:
     name = ARTIFACT
     covers = ()  # no model of its own: it rewrites the tables of the others
+    completes_later = True  # the disk_rewrite job completes the receipt once it verified the rewrite
 
     def purge(self, request, record_ids):
         if connection.vendor == "sqlite":

@@ -104,7 +104,9 @@ def test_after_propagation_a_full_database_dump_holds_no_copy_of_the_forgotten_c
     receipts = list(request.receipts.order_by("id"))
     assert [receipt.artifact for receipt in receipts] == [artifact.name for artifact in registered_artifacts()]
     assert set(BUILT_IN_ARTIFACTS) <= {receipt.artifact for receipt in receipts}
-    assert all(receipt.completed_at and receipt.note for receipt in receipts)
+    assert all(receipt.note for receipt in receipts)
+    # every artifact is done but the disk, whose own job completes its receipt once it verified the rewrite
+    assert [receipt.artifact for receipt in receipts if receipt.completed_at is None] == ["disk"]
     assert not any(secret in " ".join(map(str, vars(record).values())) for record in caplog.records)
 
 

@@ -217,6 +217,8 @@ def test_a_forgotten_canary_leaves_the_database_files(tenant, write, reviewer_ac
         # secure_delete zeroed the content when propagation committed; the WAL was checkpointed
         assert bytes_on_disk(secret) == 0
     before = bytes_on_disk(secret)
+    pending = receipt_of(request)  # propagation done, the rewrite not yet: open, and saying so
+    assert pending.completed_at is None and pending.note.startswith("Pending:")
     run = run_job("disk_rewrite", trigger="run_job")
 
     assert run.status == JobRun.Status.SUCCEEDED and run.counts["requests_completed"] == 1
