@@ -245,10 +245,23 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
+
+def _package_version() -> str:
+    """The package's version, the one source of truth for the API's: pyproject.toml in a source tree
+    (current even in an editable install made before a bump), else the installed package's metadata."""
+    import importlib.metadata
+    import tomllib
+
+    try:
+        return tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
+    except FileNotFoundError:
+        return importlib.metadata.version("governed-memory")
+
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Governed memory API",
     "DESCRIPTION": "Memories with provenance, authority, TTL, human review and provable forgetting.",
-    "VERSION": "1.0.0",
+    "VERSION": _package_version(),
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",

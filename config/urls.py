@@ -1,9 +1,12 @@
 from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.templatetags.static import static
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, reverse
 from django.utils.functional import lazy
+from django.views import defaults
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -36,3 +39,14 @@ urlpatterns = [
     path("review/", include("governance.review.urls")),
     path("", include("governance.ops.urls")),
 ]
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A 404 under /admin/ in the admin's frame and words (an admin is not sent to the review home);
+    any other path gets templates/404.html, the reviewer's page."""
+    if request.path.startswith(reverse("admin:index")) and hasattr(request, "user"):
+        return render(request, "admin/404.html", admin.site.each_context(request), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+handler404 = page_not_found

@@ -19,6 +19,11 @@ from memory.models import (
     Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, SourceHold, Status, Tenant,
 )
 
+# The admin is named as the product (in its header, page titles and index), not "Django administration".
+admin.site.site_header = "Governed memory administration"
+admin.site.site_title = "Governed memory admin"
+admin.site.index_title = "Tenants, retention, jobs and audit trails"
+
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):

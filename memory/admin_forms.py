@@ -82,6 +82,8 @@ class MemoryKindForm(forms.ModelForm):
     class Meta:
         model = MemoryKind
         fields = ["name", "description", "default_ttl", "max_ttl", "review_interval", "auto_admit_authorities", "purge_after"]
+        # A sentence or two (up to 300 characters): a text area, not a one-line input.
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60})}
 
     def clean_auto_admit_authorities(self) -> list[str]:
         chosen = set(self.cleaned_data["auto_admit_authorities"])

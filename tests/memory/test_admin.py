@@ -41,3 +41,24 @@ def test_history_version_of_a_forgotten_record_is_not_shown(admin_client, write,
     assert response.status_code == 403
     assert b"Secret-ish" not in response.content
     assert MemoryRecord.objects.get(pk=record.pk).status == Status.FORGOTTEN
+
+
+def test_the_admin_is_branded_as_the_product(admin_client):
+    page = admin_client.get("/admin/").content.decode()
+    assert '<a href="/admin/">Governed memory administration</a>' in page
+    assert "<title>Tenants, retention, jobs and audit trails | Governed memory admin</title>" in page
+    assert "Django administration" not in page and "Django site admin" not in page
+
+
+def test_an_unknown_admin_page_is_the_admins_404_and_the_reviewers_404_is_unchanged(admin_client):
+    response = admin_client.get("/admin/no-such-page/")
+    page = response.content.decode()
+    assert response.status_code == 404
+    assert "<h1>Page not found</h1>" in page and "There is no admin page at this address" in page
+    assert "Governed memory administration" in page and 'href="/admin/">Back to the admin index' in page
+    assert "assigned to review" not in page
+
+    reviewer_404 = admin_client.get("/review/no-such-page/")
+    assert reviewer_404.status_code == 404
+    assert b"There is nothing here, or nothing you are assigned to review." in reviewer_404.content
+    assert b"no admin page" not in reviewer_404.content

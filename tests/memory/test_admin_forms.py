@@ -123,3 +123,17 @@ def test_idempotency_keys_are_view_only(admin_client, credential, write):
     assert admin_client.post(reverse("admin:memory_idempotencykey_change", args=[key.pk]), {"key": "other"}).status_code == 403
     key.refresh_from_db()
     assert key.key == "retry-me-1"
+
+
+def test_the_kind_description_is_a_text_area_kept_to_its_length(admin_client):
+    kind = MemoryKind.objects.get(name="semantic")
+    page = admin_client.get(change_url(kind)).content.decode()
+    assert '<textarea name="description" cols="60" rows="3" maxlength="300"' in page
+    before = kind.description
+    response = admin_client.post(change_url(kind), form_data(kind, description="x" * 301))
+    assert response.status_code == 200 and "at most 300 characters" in response.content.decode()
+    kind.refresh_from_db()
+    assert kind.description == before
+    saved = admin_client.post(change_url(kind), form_data(kind, description="Facts.\nChecked against their source."))
+    kind.refresh_from_db()
+    assert saved.status_code == 302 and kind.description == "Facts.\nChecked against their source."
