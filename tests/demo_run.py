@@ -1,6 +1,7 @@
 """`bin/run` itself as a test fixture: the demo exactly as a new user starts it (embedded defaults:
 SQLite and the filesystem broker, in a private var folder and on a free port), with the venv as it
-is (BIN_RUN_SKIP_INSTALL=1), stopped the way Ctrl-C stops it (SIGINT to its process group)."""
+is (BIN_RUN_SKIP_INSTALL=1), stopped the way Ctrl-C stops it (SIGINT to its process group), and
+started again on the same folder and port as a user restarts it (each start with a log of its own)."""
 
 import os
 import re
@@ -20,6 +21,7 @@ class DemoRun:
     def __init__(self, directory: Path, **env: str):
         self.directory = directory
         self.port = free_port()
+        self.starts = 0
         self.log_path = directory / "bin-run.log"
         self.env = {
             **{key: value for key, value in os.environ.items()
@@ -36,9 +38,13 @@ class DemoRun:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def start(self, timeout: float = 240) -> None:
+    def start(self, *args: str, timeout: float = 240) -> None:
+        """Start `bin/run` (with `args`, e.g. "--reset"), and wait until it is up and printed its exports."""
+        self.starts += 1
+        self.log_path = self.directory / ("bin-run.log" if self.starts == 1 else f"bin-run-{self.starts}.log")
+        self.exports = {}
         self.process = subprocess.Popen(
-            [str(ROOT / "bin" / "run")], cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
+            [str(ROOT / "bin" / "run"), *args], cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
             stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as a terminal's foreground job
         )

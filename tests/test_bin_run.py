@@ -1,6 +1,8 @@
 """`bin/run` starts quietly, its beat runs the jobs from the database schedule, and Ctrl-C stops web,
-worker and beat cleanly; the launcher's own stop rules on small Procfiles."""
+worker and beat cleanly; a restart keeps the demo and its tokens, `--reset` starts a fresh one; the
+launcher's own stop rules on small Procfiles."""
 
+import json
 import os
 import re
 import signal
@@ -53,6 +55,70 @@ def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_clea
         assert f"{name} stopped (exit status 0)" in output, output[-6000:]
     found = [noise for noise in NOISE if noise in output]
     assert not found, f"{found} in:\n{output[-8000:]}"
+
+
+def call(demo: DemoRun, method: str, path: str, token: str, body: dict | None = None,
+         headers: dict | None = None) -> tuple[int, dict, dict]:
+    """(status, JSON body, headers) of one API call to the demo."""
+    request = urllib.request.Request(
+        demo.exports["API"] + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.load(response), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error), dict(error.headers)
+
+
+NOTE = {"kind": "preference", "subject": "customer/acme", "purpose": "support", "content": "Wants invoices by post.",
+        "authority": "user", "confidence": 0.9, "provenance": {"source_type": "user_turn", "session_id": "s-restart"}}
+
+
+@pytest.mark.worker
+def test_a_restart_keeps_the_demo_and_prints_the_same_tokens_and_reset_starts_a_fresh_demo(tmp_path):
+    demo = DemoRun(tmp_path)
+    try:
+        demo.start()
+        first = dict(demo.exports)
+        status, written, _ = call(demo, "POST", "/memories/", first["TOKEN"], NOTE, {"Idempotency-Key": "restart-1"})
+        assert status == 201 and written["status"] == "active"
+        assert demo.interrupt() == 0, demo.output()[-6000:]
+
+        # A restart prints the same export line, so an example's Idempotency-Key (kept per token)
+        # finds its first write instead of writing a duplicate.
+        demo.start()
+        assert demo.exports == first, demo.output()[-3000:]
+        status, again, headers = call(demo, "POST", "/memories/", first["TOKEN"], NOTE, {"Idempotency-Key": "restart-1"})
+        assert (status, again["id"], headers.get("Idempotent-Replayed")) == (201, written["id"], "true")
+        status, page, _ = call(demo, "GET", "/memories/?status=active&subject=customer/acme&page_size=100", first["REVIEWER"])
+        assert status == 200 and [r["content"] for r in page["results"]].count(NOTE["content"]) == 1
+        assert demo.interrupt() == 0, demo.output()[-6000:]
+
+        # --reset: a fresh database with new tokens; the old ones are unknown there.
+        demo.start("--reset")
+        assert "Resetting the demo" in demo.output()
+        fresh = demo.exports
+        assert fresh["TOKEN"] != first["TOKEN"] and fresh["REVIEWER"] != first["REVIEWER"]
+        assert call(demo, "GET", "/memories/", first["TOKEN"])[0] == 401
+        assert call(demo, "GET", f"/memories/{written['id']}/", fresh["REVIEWER"])[0] == 404
+        status, page, _ = call(demo, "GET", "/memories/?subject=customer/acme&page_size=100", fresh["TOKEN"])
+        assert status == 200 and page["count"] > 0 and NOTE["content"] not in {r["content"] for r in page["results"]}
+        assert demo.interrupt() == 0, demo.output()[-6000:]
+    finally:
+        demo.kill()
+
+
+def test_bin_run_refuses_an_unknown_argument_and_a_reset_of_a_database_it_does_not_own(tmp_path):
+    env = {**os.environ, "APP_VAR_DIR": str(tmp_path / "var"), "BIN_RUN_SKIP_INSTALL": "1"}
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "db.sqlite3").write_text("kept")
+    unknown = subprocess.run([str(ROOT / "bin" / "run"), "--rest"], env=env, capture_output=True, text=True, timeout=30)
+    assert unknown.returncode == 2 and "usage: bin/run [--reset]" in unknown.stderr
+    env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/not_the_demo"
+    other = subprocess.run([str(ROOT / "bin" / "run"), "--reset"], env=env, capture_output=True, text=True, timeout=30)
+    assert other.returncode == 2 and "drop and recreate that database yourself" in other.stderr
+    assert (tmp_path / "var" / "db.sqlite3").read_text() == "kept"
 
 
 def launch(tmp_path, procfile: str, stop_timeout: str = "10") -> subprocess.Popen:

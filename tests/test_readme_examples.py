@@ -1,9 +1,12 @@
-"""Every README code block that calls the API runs as written against a live demo started by
-`bin/run`, in README order in one shell (as a reader pastes them after bin/run's `export` line):
-each HTTP call must succeed (2xx), and the demo's own data must survive the examples.
+"""Every code block of README.md and docs/*.md that calls the API runs as written against a live
+demo started by `bin/run`, twice in a row: each page in one shell of its own, in page order (as a
+reader pastes them after bin/run's `export` line), README first. Each HTTP call must succeed (2xx)
+on both passes; the second pass proves the examples can be replayed against the same demo (their
+`Idempotency-Key`s find the first pass's writes: no memory is written twice), and the demo's own
+data must survive them.
 
-The blocks are parsed from README.md itself, so a new example is tested without touching this file.
-A block is an API example when it runs `curl`; other blocks (install, manage.py, cron, Python,
+The blocks are parsed from the pages themselves, so a new example is tested without touching this
+file. A block is an API example when it runs `curl`; other blocks (install, manage.py, cron, Python,
 JSON, YAML) are not. An API block that must not run says so on the line before it:
 `<!-- readme-example: not run, <why> -->`.
 """
@@ -21,6 +24,7 @@ from tests.demo_run import DemoRun
 from tests.processes import ROOT
 
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"<!--\s*readme-example:\s*not run\b")
 
 # Each call of the examples goes through this `curl`: the real one, whose HTTP status is logged per block.
@@ -31,14 +35,14 @@ curl() {
   status="$(command curl --silent --show-error --output "$body" --write-out '%{http_code}' "$@")" || status="000"
   cat "$body"; echo
   rm -f "$body"
-  printf '%s %s\n' "$README_BLOCK" "$status" >> "$README_STATUS_LOG"
+  printf '%s %s\n' "$EXAMPLE_BLOCK" "$status" >> "$EXAMPLE_STATUS_LOG"
 }
 """
 
 
 @dataclass
 class Block:
-    line: int  # 1-based line of its first code line in README.md
+    line: int  # 1-based line of its first code line in its page
     code: str
     marker: str  # the line just before the block (an HTML comment may mark it)
 
@@ -96,51 +100,86 @@ def active_acme_ids(demo: DemoRun) -> set[str]:
     return {record["id"] for record in page["results"]}
 
 
-@pytest.mark.worker
-def test_every_readme_api_example_runs_as_written_against_the_demo(tmp_path):
-    blocks = [block for block in code_blocks(README.read_text()) if block.calls_api]
-    to_run = [block for block in blocks if not NOT_RUN.search(block.marker)]
-    assert to_run, "no API example found in README.md"
+def records_in_the_tenant(demo: DemoRun) -> int:
+    """Every record of the demo tenant, whatever its status (a reviewer sees them all)."""
+    return api_get(demo, "/memories/?page_size=1", demo.exports["REVIEWER"])["count"]
 
+
+def api_examples() -> dict[Path, list[Block]]:
+    return {page: [block for block in code_blocks(page.read_text()) if block.calls_api and not NOT_RUN.search(block.marker)]
+            for page in PAGES}
+
+
+def run_examples(demo: DemoRun, examples: dict[Path, list[Block]], directory: Path, label: str) -> None:
+    """Every page's API blocks, each page in one fresh shell; fails naming each call that did not succeed."""
+    status_log = directory / f"statuses-{label.replace(' ', '-')}"
+    failures, transcripts = [], []
+    for page, blocks in examples.items():
+        if not blocks:
+            continue
+        name = page.relative_to(ROOT).as_posix()
+        script = [CURL_WRAPPER]
+        for block in blocks:
+            script += [f"EXAMPLE_BLOCK={name}:{block.line}", f"echo '=== {name} line {block.line}'", block.code, ""]
+        result = subprocess.run(
+            ["bash", "-c", "\n".join(script)], cwd=directory, capture_output=True, text=True, timeout=300,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(directory), "EXAMPLE_STATUS_LOG": str(status_log),
+                 **demo.exports},
+        )
+        transcript = result.stdout + result.stderr
+        transcripts.append(transcript)
+        if "Traceback" in transcript or result.stderr.strip():
+            failures.append(f"{name}: errors in the shell:\n{result.stderr[-4000:] or transcript[-4000:]}")
+    calls: dict[str, list[str]] = {}
+    for row in status_log.read_text().splitlines() if status_log.exists() else []:
+        where, status = row.rsplit(" ", 1)
+        calls.setdefault(where, []).append(status)
+    failed = {where: statuses for where, statuses in calls.items() if any(not s.startswith("2") for s in statuses)}
+    silent = [f"{page.relative_to(ROOT).as_posix()}:{block.line}" for page, blocks in examples.items() for block in blocks
+              if f"{page.relative_to(ROOT).as_posix()}:{block.line}" not in calls]
+    assert not failed and not silent and not failures, (
+        f"{label}: examples that failed (page:line: HTTP statuses): {failed}; made no call: {silent}\n"
+        + "\n".join(failures) + "\n" + "\n".join(transcripts)[-12000:]
+    )
+
+
+def test_the_readme_and_the_api_page_have_examples_to_run():
+    examples = api_examples()
+    assert examples[README], "no API example found in README.md"
+    assert examples[ROOT / "docs" / "api.md"], "no API example found in docs/api.md"
+
+
+@pytest.mark.worker
+def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_demo(tmp_path):
+    examples = api_examples()
     demo = DemoRun(tmp_path)
     try:
         demo.start()
         acme_before = active_acme_ids(demo)
         assert acme_before
 
-        status_log = tmp_path / "statuses"
-        script = [CURL_WRAPPER]
-        for block in to_run:
-            script += [f"README_BLOCK={block.line}", f"echo '=== README.md line {block.line}'", block.code, ""]
-        result = subprocess.run(
-            ["bash", "-c", "\n".join(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "README_STATUS_LOG": str(status_log),
-                 **demo.exports},
-        )
-        transcript = result.stdout + result.stderr
+        run_examples(demo, examples, tmp_path, "first pass")
+        written = records_in_the_tenant(demo)
+        run_examples(demo, examples, tmp_path, "second pass")
+        # Replayed writes carry the same Idempotency-Key under the same token: nothing is written twice.
+        assert records_in_the_tenant(demo) == written
 
-        calls: dict[int, list[str]] = {}
-        for row in status_log.read_text().splitlines() if status_log.exists() else []:
-            line, status = row.split()
-            calls.setdefault(int(line), []).append(status)
-        failed = {line: statuses for line, statuses in calls.items() if any(not s.startswith("2") for s in statuses)}
-        silent = [block.line for block in to_run if block.line not in calls]
-        assert not failed and not silent and "Traceback" not in transcript and not result.stderr.strip(), (
-            f"README examples that failed (README.md line: HTTP statuses): {failed}; made no call: {silent}\n"
-            f"{transcript[-12000:]}"
-        )
-
-        # The demo survives its README: no record of its main subject was forgotten, retired or
+        # The demo survives its examples: no record of its main subject was forgotten, retired or
         # superseded, recall still finds them, and the agent's token still works.
         assert acme_before <= active_acme_ids(demo)
         recall = urllib.request.Request(
             demo.exports["API"] + "/recall/", method="POST",
-            data=json.dumps({"query": "how does acme want to be contacted", "purpose": "support",
-                             "subject": "customer/acme"}).encode(),
+            data=json.dumps({"query": "does acme prefer email or phone", "purpose": "support",
+                             "subject": "customer/acme", "limit": 10, "token_budget": 800}).encode(),
             headers={"Authorization": f"Bearer {demo.exports['TOKEN']}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(recall, timeout=30) as response:
             items = json.load(response)["items"]
         assert {item["id"] for item in items} & acme_before
+        # What the README's tour says of this recall (its step 4): the preference its step 1 wrote,
+        # then the demo's, both matching the question's words.
+        assert [item["content"] for item in items[:2]] == [
+            "Prefers email over phone.", "Prefers email over phone for routine updates."]
+        assert all(item["score_parts"]["lexical"] > 0 for item in items[:2])
     finally:
         demo.kill()

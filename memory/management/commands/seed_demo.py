@@ -1,23 +1,30 @@
 """Demo data: a tenant `acme` with an agent, a reviewer, an admin, and memories in every state a
 reviewer meets (active, quarantined, stale for the drift queue, about to expire). Safe to re-run:
-memories are only written once; a fresh agent token is printed each time (tokens are stored hashed).
-Refused with APP_ENV=production: it sets well-known passwords on the `admin` and `reviewer` users."""
+memories are only written once, and the same agent and reviewer tokens are printed again (see
+`demo_tokens`). Refused with APP_ENV=production: it sets well-known passwords on the `admin` and
+`reviewer` users."""
 
+import json
+import os
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.actors import REVIEWERS_GROUP
-from memory.models import Agent, AgentCredential, MemoryRecord, ReviewerToken, Tenant
+from memory.models import Agent, AgentCredential, MemoryRecord, ReviewerToken, Tenant, hash_token
 from memory.services import memory_write
 
 REVIEWER = ("reviewer", "reviewer-demo-pass")
 ADMIN = ("admin", "admin-demo-pass")
+TOKENS_FILE = "demo-tokens.json"  # in APP_VAR_DIR, beside the embedded database; `bin/run --reset` deletes it
+# The recall bin/run suggests: every item it returns matches the words (the hard filters keep the rest out).
+TRY_RECALL = {"query": "email or phone", "purpose": "support", "subject": "customer/acme", "kinds": ["preference"]}
 
 
 def _prov(source_type: str, n: int, **extra) -> dict:
@@ -71,10 +78,7 @@ class Command(BaseCommand):
             admin.is_staff = admin.is_superuser = True
             admin.set_password(ADMIN[1])
             admin.save()
-            credential, raw = AgentCredential.issue(
-                agent=agent, purposes=["support"], label="demo", can_forget=True, can_confirm=True
-            )
-            _, reviewer_raw = ReviewerToken.issue(user=reviewer)
+            credential, raw, reviewer_raw = demo_tokens(agent, reviewer)
             if not MemoryRecord.objects.filter(tenant=tenant).exists():
                 self._write_memories(credential)
         base = options["base_url"].rstrip("/")
@@ -85,9 +89,10 @@ class Command(BaseCommand):
             f"  API docs    : {base}/api/docs/\n"
             f"  Agent token (tenant acme, agent support-bot, purpose support):\n    {raw}\n"
             f"  Reviewer token (user {REVIEWER[0]}, for the reviewer API calls in the README):\n    {reviewer_raw}\n"
+            "  (The same tokens on every start, while they are not revoked; `bin/run --reset` starts a fresh demo.)\n"
             f"  In a shell: export API={base}/api/v1 TOKEN={raw} REVIEWER={reviewer_raw}\n"
             f"  Try: curl -s -X POST {base}/api/v1/recall/ -H 'Authorization: Bearer {raw}' "
-            "-H 'Content-Type: application/json' -d '{\"query\": \"contact\", \"purpose\": \"support\"}'\n"
+            f"-H 'Content-Type: application/json' -d '{json.dumps(TRY_RECALL)}'\n"
         )
 
     def _write_memories(self, credential: AgentCredential) -> None:
@@ -109,6 +114,44 @@ class Command(BaseCommand):
                 )
         for extend in DEMO_EXTENSIONS:
             extend(credential.agent)
+
+
+def demo_tokens(agent: Agent, reviewer) -> tuple[AgentCredential, str, str]:
+    """The demo agent's credential with its raw token, and the reviewer's raw token: the ones this
+    command printed last time while they still work, else new ones (first run, another database,
+    a token revoked). Stable tokens make the demo replayable: a restart of bin/run prints the same
+    `export` line, and an example's `Idempotency-Key` (kept per token) still finds its first write.
+    Only hashes are stored in the database, so the raw demo tokens are kept in APP_VAR_DIR (mode
+    0600), one pair per database; seed_demo never runs in production."""
+    path = Path(settings.VAR_DIR) / TOKENS_FILE
+    database = f"{connection.vendor}:{connection.settings_dict['NAME']}"
+    stored = _read_json_object(path)
+    mine = stored.get(database)
+    mine = mine if isinstance(mine, dict) else {}
+    raw, reviewer_raw = str(mine.get("agent", "")), str(mine.get("reviewer", ""))
+    credential = AgentCredential.objects.usable().filter(agent=agent, token_hash=hash_token(raw)).first()
+    if credential is None or not (credential.purposes == ["support"] and credential.can_forget and credential.can_confirm):
+        credential, raw = AgentCredential.issue(
+            agent=agent, purposes=["support"], label="demo", can_forget=True, can_confirm=True
+        )
+    if not ReviewerToken.objects.filter(user=reviewer, token_hash=hash_token(reviewer_raw), revoked_at__isnull=True).exists():
+        _, reviewer_raw = ReviewerToken.issue(user=reviewer)
+    if mine != {"agent": raw, "reviewer": reviewer_raw}:
+        stored[database] = {"agent": raw, "reviewer": reviewer_raw}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+            file.write(json.dumps(stored, indent=2) + "\n")
+        os.replace(partial, path)  # whole or not at all, even if two commands write at once
+    return credential, raw, reviewer_raw
+
+
+def _read_json_object(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 # Parts of the demo that other apps own, written right after the memories (so only once, like
