@@ -27,10 +27,11 @@ from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from memory.actors import Actor
-from memory.errors import DomainError, InvalidTransition, RecordNotFound, ScopeDenied, ValidationFailed
+from memory.errors import DomainError, InvalidTransition, RecordNotFound, ScopeDenied
 from memory.fences import hold, revocation_fence
 from memory.fingerprints import source_fingerprint
-from memory.models import NOTE_MAX_CHARS, AgentCredential, Authority, SourceHold, SourceType, Status, Trust
+from memory.models import AgentCredential, Authority, SourceHold, SourceType, Status, Trust
+from memory.policy import checked_note
 from memory.validation import WriteDraft
 
 # Sources that carry someone else's words: claiming the user's or the operator's authority for them
@@ -172,10 +173,7 @@ def hold_clear(*, hold_id, actor: Actor, note: str) -> SourceHold:
     Humans only, within their tenants, with a note; one history row (`<channel>.clear_hold`)."""
     if not actor.is_human:
         raise ScopeDenied("Only a human reviewer may clear a hold.")
-    note = note.strip() if isinstance(note, str) else ""
-    if not note or len(note) > NOTE_MAX_CHARS:
-        raise ValidationFailed("Say why the hold can be cleared, briefly.",
-                               errors={"note": [f"Required, at most {NOTE_MAX_CHARS} characters."]})
+    note = checked_note(note, required="Say why the hold can be cleared, briefly.")
     with transaction.atomic():
         held = SourceHold.objects.select_for_update().filter(pk=hold_id).first()
         if held is None or not actor.may_access_tenant(held.tenant_id):

@@ -7,6 +7,9 @@ recall that finds it so, after its response has been sent (`request_finished`), 
 process exits. Outside a request (a job, a shell, a test calling the service) a mark is written at
 once; MEMORY_LAST_USED_FLUSH_SECONDS = 0 writes every request's marks after its response.
 
+The UPDATE is `memory.services.write_last_used`, which hands itself to this module on import
+(`use_writer`): the services import this module, so this module imports none of them.
+
 A flush stamps every buffered record with the newest note's time, at most the flush interval
 after its own use, and like every mark skips records marked within the last minute and never
 moves a mark back: flushing twice changes nothing. The deletion-candidate rule (not used for
@@ -19,6 +22,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 
 from django.conf import settings
@@ -57,6 +61,13 @@ class _Buffer:
 
 _buffer = _Buffer()
 _in_request = threading.local()
+_write: Callable[..., int] | None = None  # memory.services.write_last_used, once it is imported
+
+
+def use_writer(write: Callable[..., int]) -> None:
+    """How a flush writes: `write(record_ids=..., at=...)`, returning how many records changed."""
+    global _write
+    _write = write
 
 
 def defer_mark(record_ids: list, at: datetime) -> bool:
@@ -70,13 +81,13 @@ def defer_mark(record_ids: list, at: datetime) -> bool:
 
 def flush() -> int:
     """Write every buffered mark now; returns how many records changed."""
-    from memory.services import write_last_used
-
+    if _write is None:  # no service imported yet, so nothing was buffered
+        return 0
     ids, newest = _buffer.take()
     if not ids:
         return 0
     try:
-        return write_last_used(record_ids=ids, at=newest)
+        return _write(record_ids=ids, at=newest)
     except Exception:  # noqa: BLE001 - kept for the next flush rather than failing a finished request
         _buffer.add(ids, newest)
         logger.warning("last_used_at flush failed; kept for the next one", extra={"records": len(ids)}, exc_info=True)
@@ -104,11 +115,9 @@ def _request_finished(sender, **kwargs) -> None:
 def _flush_at_exit() -> None:
     # Logging and the database may already be gone this late (a test run's database is dropped).
     ids, newest = _buffer.take()
-    if ids:
-        from memory.services import write_last_used
-
+    if ids and _write is not None:
         try:
-            write_last_used(record_ids=ids, at=newest)
+            _write(record_ids=ids, at=newest)
         except Exception:  # noqa: BLE001
             pass
 

@@ -12,7 +12,8 @@ from django.db import transaction
 from governance.revocations.models import Revocation, RevocationRecord
 from memory.actors import Actor
 from memory.errors import RecordNotFound, ValidationFailed
-from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, Tenant, hash_token
+from memory.models import Agent, AgentCredential, MemoryRecord, Tenant, hash_token
+from memory.policy import checked_note
 from memory.services import RevokedSource, memory_revoke_source, revocation_targets
 
 SESSION_ID_MAX_CHARS = MemoryRecord._meta.get_field("session_id").max_length
@@ -82,15 +83,6 @@ def _credential(tenant: Tenant, reference) -> AgentCredential:
     return found
 
 
-def _checked_reason(reason) -> str:
-    reason = reason.strip() if isinstance(reason, str) else ""
-    if not reason:
-        raise ValidationFailed("Say why the source is revoked.", errors={"reason": ["This field is required."]})
-    if len(reason) > NOTE_MAX_CHARS:  # it becomes each record's history note
-        raise ValidationFailed("The reason is too long.", errors={"reason": [f"At most {NOTE_MAX_CHARS} characters."]})
-    return reason
-
-
 def revocation_preview(*, actor: Actor, source: Source) -> tuple[int, int]:
     """(active records the source wrote, active records derived from them): what revoking would move now."""
     direct, derived = revocation_targets(source=source.revoked, actor=actor)
@@ -100,7 +92,7 @@ def revocation_preview(*, actor: Actor, source: Source) -> tuple[int, int]:
 def revocation_create(*, actor: Actor, source: Source, reason: str) -> Revocation:
     """Revoke `source` now and keep the receipt. Safe to repeat: a second revocation of the same
     source finds nothing left and records affected 0."""
-    reason = _checked_reason(reason)
+    reason = checked_note(reason, field="reason", required="Say why the source is revoked.")  # each record's history note
     with transaction.atomic():
         outcome = memory_revoke_source(source=source.revoked, actor=actor, note=reason)
         revocation = Revocation.objects.create(

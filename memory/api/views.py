@@ -5,7 +5,6 @@ input -> `memory.services` / `memory.recall` -> output serializer. Scope comes f
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action

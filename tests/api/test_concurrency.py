@@ -53,15 +53,16 @@ def test_promoting_a_correction_while_its_subject_is_forgotten_never_deadlocks(c
     import time
 
     from memory import services
+    from memory.services import transitions
 
-    check_applies = services._check_applies
+    check_applies = transitions._check_applies
 
     def slow_promotion(record, name, expected_version):
         check_applies(record, name, expected_version)
         if name == "promote":
             time.sleep(0.3)
 
-    monkeypatch.setattr(services, "_check_applies", slow_promotion)
+    monkeypatch.setattr(transitions, "_check_applies", slow_promotion)
     for attempt in range(20):
         subject = f"customer/race-{attempt}"
         original = services.memory_write(credential=credential, data=_body(subject)).record
