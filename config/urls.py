@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.templatetags.static import static
-from django.urls import include, path, re_path, reverse
+from django.urls import include, path, re_path
 from django.utils.functional import lazy
 from django.views import defaults
 from django.views.generic import RedirectView
@@ -12,11 +12,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from memory.api.problems import api_not_found
 
+ADMIN_PREFIX = "admin/"
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="review:home", permanent=False)),
     # Browsers ask for /favicon.ico on pages that name no icon (JSON, the API docs).
     path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("site/favicon.svg"), permanent=True)),
-    path("admin/", admin.site.urls),
+    path(ADMIN_PREFIX, admin.site.urls),
     # Log in and out, and change one's own password; no password reset (no mail flow is designed
     # for it: an admin sets a forgotten password).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -44,7 +46,7 @@ urlpatterns = [
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """A 404 under /admin/ in the admin's frame and words (an admin is not sent to the review home);
     any other path gets templates/404.html, the reviewer's page."""
-    if request.path.startswith(reverse("admin:index")) and hasattr(request, "user"):
+    if request.path_info.startswith(f"/{ADMIN_PREFIX}") and hasattr(request, "user"):
         return render(request, "admin/404.html", admin.site.each_context(request), status=404)
     return defaults.page_not_found(request, exception)
 

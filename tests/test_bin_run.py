@@ -201,7 +201,10 @@ def test_a_process_that_exits_by_itself_stops_the_others(tmp_path):
 
 def test_a_closed_terminal_stops_every_process(tmp_path):
     process = launch(tmp_path, f"one: sleep 60\ntwo: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n")
+    # "two | up" can come before the launcher's own "two started" line: wait for both starts too
     seen = wait_until_printed(process, "up")
+    while len(re.findall(r"started \(pid (\d+)\)", seen)) < 2:
+        seen += wait_until_printed(process, "started (pid")
     children = [int(pid) for pid in re.findall(r"started \(pid (\d+)\)", seen)]
     assert len(children) == 2, seen
     os.kill(process.pid, signal.SIGHUP)  # what the terminal sends the launcher when it closes

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from django.conf import settings
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import path
 from django.utils.module_loading import import_string
 from rest_framework.permissions import AllowAny
@@ -52,8 +52,10 @@ def test_django_request_errors_reach_only_the_json_handler():
 
 
 @pytest.mark.parametrize("debug", [False, True])
-@override_settings(ROOT_URLCONF=__name__)
 def test_error_lines_carry_the_path_but_not_the_query_string(json_log, settings, debug):  # noqa: F811
+    # through the settings fixture, which restores it (override_settings as a decorator beside the
+    # fixture left this module as every later test's URLconf)
+    settings.ROOT_URLCONF = __name__
     settings.DEBUG = debug  # DEBUG used to add a plain-text line with the message and traceback
     client = Client(raise_request_exception=False)
     query = {"subject": CANARY, "kind": "preference"}
