@@ -43,6 +43,7 @@ class Dashboard:
     expired_total: int
     regret_rate: float | None
     accepted_proposals: int
+    rolled_back_proposals: int
     last_jobs: list[dict]
     writes_per_day: list[tuple[str, int, int]] = field(default_factory=list)  # (day, writes, quarantined at write)
     age_by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> count per AGE_BUCKETS
@@ -82,7 +83,8 @@ def percentiles(queryset: QuerySet, duration: Expression, fractions: tuple[float
 
 
 def build_dashboard(actor: Actor, *, now: datetime | None = None, days: int = 30) -> Dashboard:
-    key = f"governance-dashboard:{actor.label}:{sorted(actor.tenant_ids) if actor.tenant_ids is not None else 'all'}:{days}"
+    # The version changes with the Dashboard's fields, so a cached one of another shape is never read.
+    key = f"governance-dashboard:v2:{actor.label}:{sorted(actor.tenant_ids) if actor.tenant_ids is not None else 'all'}:{days}"
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -145,6 +147,7 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
         propagation_lag_p50=p50, propagation_lag_p95=p95,
         expired_on_schedule_share=(totals["expired_on_time"] / totals["expired"]) if totals["expired"] else None,
         expired_total=totals["expired"], regret_rate=regret.rate, accepted_proposals=regret.accepted,
+        rolled_back_proposals=regret.rolled_back,
         last_jobs=last_jobs, writes_per_day=writes_per_day, age_by_kind=age_by_kind, propagation_lags=lags,
         golden_trend=score_trend(actor, now=now),
     )

@@ -23,12 +23,23 @@ RESULTS_SHOWN = 20
 
 
 class MomentField(forms.DateTimeField):
-    """A past moment: the browser's date-and-time input (read in the server's time zone, UTC) or
-    an ISO 8601 time with a zone."""
+    """A past moment, written the way every page prints times: `2026-12-02 06:22:30` in UTC (the
+    seconds optional, a trailing "UTC" allowed, so a time copied from a page works as it is), or
+    ISO 8601 with a zone (`2026-12-02T07:22:30+01:00`), read in that zone.
 
-    widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}, format="%Y-%m-%dT%H:%M:%S")
-    input_formats = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S.%f"]
-    default_error_messages = {"invalid": "Enter a date and time, e.g. 2026-11-03T14:30:00."}
+    A text box, not the browser's date-and-time control: that one shows the browser's own format
+    (12/02/2026, 06:22:30 AM in a US locale) and no zone, beside times the pages print otherwise."""
+
+    widget = forms.DateTimeInput(format="%Y-%m-%d %H:%M:%S", attrs={
+        "placeholder": "YYYY-MM-DD HH:MM:SS", "autocomplete": "off", "spellcheck": "false", "class": "moment"})
+    input_formats = ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M",
+                     "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f"]
+    default_error_messages = {"invalid": "Enter a date and time in UTC, e.g. 2026-11-03 14:30:00."}
+
+    def to_python(self, value):
+        if isinstance(value, str) and value.strip()[-3:].upper() == "UTC":
+            value = value.strip()[:-3].rstrip() + "Z"  # "… 06:22:30 UTC", as the pages print it
+        return super().to_python(value)
 
     def clean(self, value):
         moment = super().clean(value)
@@ -43,7 +54,7 @@ class MomentField(forms.DateTimeField):
 
 
 class StateAtForm(forms.Form):
-    as_of = MomentField(label="State at", help_text="Time in UTC.")
+    as_of = MomentField(label="State at", help_text="UTC, e.g. 2026-11-03 14:30:00.")
 
 
 def state_at(request: HttpRequest, record: MemoryRecord) -> dict:
@@ -71,13 +82,15 @@ class RecallAsOfForm(forms.Form):
                             help_text="What the agent asked for, in words.")
     agent = AgentChoiceField(queryset=None, help_text="Tenant / agent.")
     purpose = forms.CharField(max_length=PURPOSE_MAX_CHARS, strip=True, help_text="e.g. support")
-    as_of = MomentField(label="At", help_text="Time in UTC, e.g. when the agent answered the customer.")
+    as_of = MomentField(label="At", help_text="UTC, e.g. 2026-11-03 14:30:00: when the agent answered the customer.")
     subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, required=False, strip=True,
                               help_text="Optional: only memories about this subject, e.g. customer/acme.")
 
     def __init__(self, *args, agents, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["agent"].queryset = agents
+        # One agent is the answer: preselected. Several: a prompt to pick one, never a silent default.
+        self.fields["agent"].empty_label = None if len(agents) == 1 else "Choose an agent"
 
 
 @reviewer_required
@@ -101,4 +114,5 @@ def recall_asof(request: HttpRequest) -> HttpResponse:
 
 
 def _param(moment: datetime | None) -> str:
-    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") if moment else ""
+    # As the pages print times (and the "State at" box then shows it): UTC, to the second.
+    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if moment else ""

@@ -62,6 +62,28 @@ def optional_url(name: str) -> str | None:
         return None
 
 
+# How a run was started, in a reviewer's words, whichever record says it: a job run's trigger
+# (beat, run_job, admin, ...) or a golden run's (manual, nightly, index_change). One wording
+# everywhere, so the home page and the golden page do not name the same start two ways.
+HOW_STARTED = {
+    "beat": "on schedule", "nightly": "on schedule", "run_job": "by command", "command": "by command",
+    "admin": "from the admin", "api": "through the API", "restore": "after a restore", "manual": "on request",
+    "index_change": "for an index change",
+}
+
+
+def how_started(trigger: str) -> str:
+    return HOW_STARTED.get(trigger, trigger.replace("_", " "))
+
+
+def with_how_started(job_runs: list[dict]) -> list[dict]:
+    """governance.selectors.last_job_runs rows, each run with `how` (how_started of its trigger)."""
+    for item in job_runs:
+        if item["run"] is not None:
+            item["run"].how = how_started(item["run"].trigger)
+    return job_runs
+
+
 def form_problem(form) -> str:
     """The form's errors as one sentence for a message: "Version: Enter a whole number."."""
     parts = []

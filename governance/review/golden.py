@@ -12,6 +12,7 @@ import uuid
 
 from django import forms
 from django.contrib import messages
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -21,11 +22,14 @@ from governance.golden.models import GoldenRun
 from governance.golden.runner import run_golden_sets
 from governance.golden.selectors import latest_results, latest_runs, questions_in_scope, runs_in_scope
 from governance.golden.services import golden_question_delete
-from governance.review.common import render_page, reviewer_required
+from governance.models import JobRun
+from governance.review.common import how_started, render_page, reviewer_required
 from memory.errors import RecordNotFound
-from memory.selectors import tenants_in_scope
+from memory.models import MemoryRecord
+from memory.selectors import records_in_scope, tenants_in_scope
 
 RECENT_RUNS = 20
+GOLDEN_JOB = "golden_recall"  # the scheduled job whose golden runs are recorded as `nightly`
 
 
 class GoldenRunForm(forms.Form):
@@ -47,9 +51,14 @@ def golden(request: HttpRequest) -> HttpResponse:
     runs = latest_runs(actor)
     sections = {tenant.pk: {"tenant": tenant, "run": runs.get(tenant.pk), "questions": []}
                 for tenant in tenants_in_scope(actor).order_by("slug")}
-    for question in questions_in_scope(actor).order_by("created_at", "pk"):
+    # "Must find": each expected record as a reviewer recognises it (kind, subject, a line of its content).
+    expected = Prefetch("expected", queryset=MemoryRecord.objects.select_related("kind").order_by("created_at", "pk"))
+    questions = questions_in_scope(actor).prefetch_related(None).prefetch_related(expected)
+    for question in questions.order_by("created_at", "pk"):
+        question.expected_records = [(record.pk, record) for record in question.expected.all()]
         sections[question.tenant_id]["questions"].append((question, results.get(str(question.pk))))
     recent = list(runs_in_scope(actor).order_by("-started_at", "-pk")[:RECENT_RUNS])
+    _say_how_started([*recent, *(section["run"] for section in sections.values() if section["run"])])
     return render_page(request, "review/golden.html", {"nav": "golden", "sections": list(sections.values()),
                                                        "recent": recent})
 
@@ -59,8 +68,24 @@ def golden_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(runs_in_scope(request.actor), pk=pk)
     questions = {str(q.pk): q for q in questions_in_scope(request.actor).filter(
         pk__in=[result["question"] for result in run.results])}
-    rows = [(result, questions.get(result["question"])) for result in run.results]
+    expected_ids = {record_id for result in run.results for record_id in result["expected"]}
+    records = {str(record.pk): record for record in records_in_scope(request.actor).filter(
+        pk__in=expected_ids).select_related("kind")}
+    rows = [(result, questions.get(result["question"]),
+             [(record_id, records.get(record_id)) for record_id in result["expected"]]) for result in run.results]
+    _say_how_started([run])
     return render_page(request, "review/golden_run.html", {"nav": "golden", "run": run, "rows": rows})
+
+
+def _say_how_started(runs: list[GoldenRun]) -> None:
+    """Set each run's `how`, in the words the job runs use. The golden_recall job records its runs
+    as `nightly` however the job itself was started (by beat, or by `run_job` as bin/run does at
+    start): its job run, which started at the same moment, says which."""
+    moments = {run.started_at for run in runs if run.trigger == GoldenRun.Trigger.NIGHTLY}
+    job_triggers = dict(JobRun.objects.filter(job=GOLDEN_JOB, started_at__in=moments)
+                        .values_list("started_at", "trigger")) if moments else {}
+    for run in runs:
+        run.how = how_started(job_triggers.get(run.started_at, run.trigger))
 
 
 @reviewer_required

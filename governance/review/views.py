@@ -27,7 +27,9 @@ from django.views.decorators.http import require_POST
 from governance.alerts.selectors import open_alerts
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.review import asof
-from governance.review.common import form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id
+from governance.review.common import (
+    form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id, with_how_started,
+)
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
 from governance.revocations.models import Revocation
 from governance.revocations.selectors import records_of, revocation_from_query
@@ -113,8 +115,10 @@ def home(request: HttpRequest) -> HttpResponse:
         queues.append({"name": tile.name, "what": tile.what(stat.size), "oldest_label": tile.oldest_label,
                        "url": optional_url(tile.url_name), "size": stat.size, "oldest": stat.oldest})
     # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
-    return render_page(request, "review/home.html", {"nav": "home", "queues": queues, "job_runs": last_job_runs(),
-                                               "tenants": list(tenants_in_scope(actor)), "alerts": list(open_alerts(actor))})
+    return render_page(request, "review/home.html", {
+        "nav": "home", "queues": queues, "job_runs": with_how_started(last_job_runs()),
+        "tenants": list(tenants_in_scope(actor)), "alerts": list(open_alerts(actor)),
+    })
 
 
 # ------------------------------------------------------------------------------------------------
@@ -323,6 +327,7 @@ class HistoryEntry:
     row: object  # a HistoricalMemoryRecord
     transition: str
     changes: list[tuple[str, str, str]]  # (field, before, after), display strings
+    quarantined_because: str = ""  # the reason, on the row that put the record in quarantine
 
 
 # Fields whose values are the content or derived from it: hidden for forgotten records.
@@ -397,11 +402,16 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
         return str(value)
 
     timeline = []
-    for row, changes in zip(rows, changes_by_row):
+    for previous, row, changes in zip([None, *rows], rows, changes_by_row):
         transition = row.history_change_reason or {"+": "created", "~": "changed", "-": "deleted"}.get(row.history_type, "")
+        shown = [(change.field, show(change.field, change.old), show(change.field, change.new)) for change in changes]
+        entered_quarantine = row.status == Status.QUARANTINED and (previous is None or previous.status != Status.QUARANTINED)
         timeline.append(HistoryEntry(
             row=row, transition=transition,
-            changes=[(change.field, show(change.field, change.old), show(change.field, change.new)) for change in changes],
+            # A change that reads the same before and after (times apart by less than the second
+            # shown, say) is no change to a reader: left out. Hidden content still says it changed.
+            changes=[(field, before, after) for field, before, after in shown if before != after or before == HIDDEN],
+            quarantined_because=row.quarantine_reason if entered_quarantine else "",
         ))
     return timeline
 

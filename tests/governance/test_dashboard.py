@@ -74,7 +74,8 @@ def test_page_renders_svg_charts_without_external_resources(reviewer_client, wri
     response = reviewer_client.get(reverse("review:dashboard"))
     assert response.status_code == 200
     html = response.content.decode()
-    assert html.count("<svg") == 4  # writes, ages, golden recall, propagation lag
+    # writes, ages, golden recall, propagation lag: each drawn for a laptop and for a phone
+    assert html.count("<svg") == 8 and html.count('<div class="chart-narrow"><svg') == 4
     assert "Attributed writes" in html and "100.0%" in html
     assert "cdn" not in html.lower() and "<script src=\"http" not in html
 

@@ -40,7 +40,7 @@ def test_reviewer_sees_what_recall_returned_then_and_the_state_of_a_memory_then(
     page.get_by_label("Query").fill("invoices")
     page.get_by_label("Agent").select_option(label="acme / support-bot")
     page.get_by_label("Purpose").fill("support")
-    page.get_by_label("At").fill(moment.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_label("At").fill(moment.strftime("%Y-%m-%d %H:%M:%S UTC"))  # as the pages print times
     page.get_by_role("button", name="Show what recall returned").click()
 
     results = page.get_by_test_id("recall-as-of-results")
@@ -58,13 +58,12 @@ def test_reviewer_sees_what_recall_returned_then_and_the_state_of_a_memory_then(
     state = page.get_by_test_id("as-of-state")
     expect(state).to_contain_text("active")
     expect(state).to_contain_text("Acme invoices are sent by fax.")
-    # The input's value as the browser normalizes it: without the seconds when they are zero.
-    shown_at = moment.strftime("%Y-%m-%dT%H:%M") + (moment.strftime(":%S") if moment.second else "")
-    expect(page.get_by_label("State at", exact=True)).to_have_value(shown_at)
+    # The moment in the box as every page prints times (UTC, to the second).
+    expect(page.get_by_label("State at", exact=True)).to_have_value(moment.strftime("%Y-%m-%d %H:%M:%S"))
     screenshot("memory-state-at")
 
     # Now, the same control: superseded, by the correction.
-    page.get_by_label("State at", exact=True).fill(timezone.now().strftime("%Y-%m-%dT%H:%M:%S"))
+    page.get_by_label("State at", exact=True).fill(timezone.now().strftime("%Y-%m-%d %H:%M:%S"))
     page.get_by_role("button", name="Show").click()
     expect(state).to_contain_text("superseded")
     expect(state.get_by_role("link", name=str(correction.pk)[:8])).to_be_visible()

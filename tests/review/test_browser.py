@@ -61,6 +61,7 @@ def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(page, l
                                                                               "matches the published policy")
     assert record.pk in recalled_ids(credential, "refund window")
 
+    page.locator(".account > summary").click()  # the account menu, with "Log out"
     page.get_by_role("button", name="Log out").click()
     expect(page.get_by_role("heading", name="Log in to review")).to_be_visible()
 
