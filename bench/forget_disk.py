@@ -15,6 +15,7 @@ postgres); the database named in the DSN is dropped and created again first.
 """
 
 import argparse
+import functools
 import json
 import os
 import queue
@@ -152,7 +153,7 @@ def main() -> int:
         reset = run % 2 == 0
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_stat_force_next_flush()")  # this session's counts are reported now
-        request, filed = worker.call(lambda: busy_then_forget(subject, reset))
+        request, filed = worker.call(functools.partial(busy_then_forget, subject, reset))
         lag = time.monotonic() - filed
         started = time.monotonic()
         job = run_job("disk_rewrite", trigger="bench")

@@ -124,7 +124,7 @@ def queries(dsn: str, n: int) -> dict[str, list[str]]:
             "SELECT word, (SELECT count(*) FROM memory_memoryrecord r JOIN memory_tenant t ON t.id = r.tenant_id "
             "WHERE t.slug = 'bench-recall' AND r.content LIKE '%%' || word || '%%') FROM unnest(%s::text[]) AS word",
             ([VOCABULARY[rank - 1] for rank in ranks],)).fetchall()
-    frequency = {f"word of rank {rank}": count for rank, (_, count) in zip(ranks, rows)}
+    frequency = {f"word of rank {rank}": count for rank, (_, count) in zip(ranks, rows, strict=True)}
     common = VOCABULARY[:20]
     rare = VOCABULARY[2000:]
     middle = VOCABULARY[100:2000]

@@ -13,6 +13,7 @@ Exit status: 0 when every process stopped cleanly after Ctrl-C or SIGTERM; 1 whe
 exited by itself (the others are then stopped) or had to be killed.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -41,7 +42,7 @@ class Launcher:
     def __init__(self, entries: list[tuple[str, str]], stop_timeout: float):
         self.entries = entries
         self.stop_timeout = stop_timeout
-        self.width = max(len(name) for name, _ in entries + [("system", "")])
+        self.width = max(len(name) for name, _ in [*entries, ("system", "")])
         self.output = threading.RLock()  # a signal handler may print while the main thread does
         self.processes: dict[str, subprocess.Popen] = {}
         self.relays: list[threading.Thread] = []
@@ -84,12 +85,10 @@ class Launcher:
             self.hurry = True
 
     def terminate_all(self) -> None:
-        for name, process in self.processes.items():
+        for process in self.processes.values():
             if process.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGTERM)  # the main process only: it stops its own children
-                except ProcessLookupError:
-                    pass
 
     def run(self) -> int:
         signal.signal(signal.SIGINT, self.request_stop)
@@ -121,10 +120,8 @@ class Launcher:
                     if process.poll() is None:
                         self.say("system", f"{name} killing it" if self.hurry else
                                  f"{name} did not stop within {self.stop_timeout:g} s: killing it")
-                        try:
+                        with contextlib.suppress(ProcessLookupError):
                             os.killpg(process.pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
                 clean = False
                 deadline = float("inf")
             time.sleep(0.1)

@@ -1,6 +1,7 @@
 """Typed readers for settings that come from the environment."""
 
 import os
+
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -10,21 +10,16 @@ from django.http import HttpRequest
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.services import expected_record_errors, k_errors
 from governance.models import (
-    DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt, PrunedRecord,
+    DedupProposal,
+    DedupProposalDrop,
+    ForgetRequest,
+    ForgetTombstone,
+    PropagationReceipt,
+    PrunedRecord,
 )
+from governance.readonly_admin import ReadOnlyAdminMixin
 from memory.actors import Actor
 from memory.admin import record_link
-
-
-class ReadOnlyAdminMixin:
-    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 class PropagationReceiptInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -156,6 +151,6 @@ class GoldenRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "started_at"
 
 
-from governance.revocations import admin as _revocations_admin  # noqa: E402,F401  (revocations; revoke actions)
 from governance.alerts import admin as _alerts_admin  # noqa: E402,F401  (alert thresholds, episodes, digests)
 from governance.jobs import admin as _jobs_admin  # noqa: E402,F401  (job schedule and runs; run now)
+from governance.revocations import admin as _revocations_admin  # noqa: E402,F401  (revocations; revoke actions)

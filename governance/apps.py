@@ -41,11 +41,11 @@ class GovernanceConfig(AppConfig):
         from governance.portability.disk import DiskArtifact
         from governance.portability.imports import forgotten_subjects_guard
         from governance.portability.ledger import ForgetLedgerArtifact
-        from memory.portable.importer import register_import_guard
 
         # The prune job's traces of pruned records: as-of reads report them; forget has nothing to remove there.
         from governance.pruned_trace import PrunedTraceArtifact, PrunedTraceReader
         from memory.asof import register_pruned_trace
+        from memory.portable.importer import register_import_guard
 
         register_pruned_trace(PrunedTraceReader())
         register_forget_artifact(PrunedTraceArtifact(), before="external_backups")

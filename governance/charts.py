@@ -181,7 +181,7 @@ def stacked_bars(labels: list[str], series: list[Series], *, title: str, width: 
     left, top, plot_w, plot_h, legend, height, slot, stagger = _layout(series, width=width, height=height,
                                                                       labels=labels, every=1)
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
-    scale = Scale.covering(max(totals + [0]), whole=True)
+    scale = Scale.covering(max([*totals, 0]), whole=True)
     body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit="")
     body += _y_title(y_title, top=top, plot_h=plot_h)
     bar_w = min(MAX_STACK, slot * 0.6)
@@ -207,7 +207,7 @@ def points(labels: list[str], values: list[float], *, title: str, unit: str = ""
     `x_title` below."""
     left, top, bottom = LEFT, 28, 52
     plot_w, plot_h = width - left - 12, height - top - bottom
-    scale = Scale.covering(max(values + [0]))
+    scale = Scale.covering(max([*values, 0]))
     body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
     body += _y_title(y_title, top=top, plot_h=plot_h)
     slot = plot_w / max(len(values), 1)
@@ -215,7 +215,7 @@ def points(labels: list[str], values: list[float], *, title: str, unit: str = ""
     if len(coords) > 1:
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         body.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="1.5"/>')
-    for (x, y), label, value in zip(coords, labels, values):
+    for (x, y), label, value in zip(coords, labels, values, strict=True):
         body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{PALETTE[1]}"><title>{escape(label)}: '
                     f'{_fmt(value)}{escape(unit)}</title></circle>')
     # A label where the day changes, thinned so that labels keep at least a label's width apart.

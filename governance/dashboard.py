@@ -9,8 +9,19 @@ from datetime import datetime, timedelta
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
-    Aggregate, Case, Count, DateTimeField, DurationField, Expression, ExpressionWrapper, F, IntegerField, Q, QuerySet,
-    Value, When,
+    Aggregate,
+    Case,
+    Count,
+    DateTimeField,
+    DurationField,
+    Expression,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
 )
 from django.db.models.functions import TruncDate
 from django.utils import timezone

@@ -9,7 +9,14 @@ from django.db.models import Q
 
 from memory.fingerprints import is_subject_fingerprint
 from memory.models import (
-    NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Agent, AgentCredential, MemoryKind, MemoryRecord, Tenant,
+    NOTE_MAX_CHARS,
+    PURPOSE_MAX_CHARS,
+    SUBJECT_MAX_CHARS,
+    Agent,
+    AgentCredential,
+    MemoryKind,
+    MemoryRecord,
+    Tenant,
 )
 from memory.models import Status as RecordStatus
 
@@ -200,6 +207,6 @@ class DedupProposalDrop(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["proposal", "record"], name="proposal_drop_unique")]
 
+from governance.alerts.models import Alert, AlertPolicy, DigestPreference  # noqa: E402,F401  (queue alerts, digests)
 from governance.golden.models import GoldenQuestion, GoldenRun  # noqa: E402,F401  (golden recall sets)
 from governance.revocations.models import Revocation, RevocationRecord  # noqa: E402,F401  (revoking a source)
-from governance.alerts.models import Alert, AlertPolicy, DigestPreference  # noqa: E402,F401  (queue alerts, digests)

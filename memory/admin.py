@@ -16,7 +16,15 @@ from memory.admin_forms import MemoryKindForm, days_text
 from memory.credentials import revoke_tokens
 from memory.errors import DomainError
 from memory.models import (
-    Agent, AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord, ReviewerToken, SourceHold, Status, Tenant,
+    Agent,
+    AgentCredential,
+    IdempotencyKey,
+    MemoryKind,
+    MemoryRecord,
+    ReviewerToken,
+    SourceHold,
+    Status,
+    Tenant,
 )
 
 # The admin is named as the product (in its header, page titles and index), not "Django administration".

@@ -20,9 +20,9 @@ from datetime import datetime
 
 from django.db import connection
 
+from memory.search.models import SearchIndex
 from memory.search.ranking import Ranked, analyse_query, fts5_scratch, fts_phrase, idf, priors, term_score
 from memory.search.storage import doclen_sql
-from memory.search.models import SearchIndex
 
 
 @dataclass

@@ -49,7 +49,7 @@ def usable_credential(raw_token: str) -> AgentCredential | None:
     read_at = time.monotonic()
     try:
         credential = cache.get(_key(token_hash))
-    except Exception:  # noqa: BLE001 - an entry from another version of the model: look it up again
+    except Exception:  # an entry from another version of the model: look it up again
         credential = None
     if not isinstance(credential, AgentCredential):
         credential = (AgentCredential.objects.usable().select_related("agent__tenant")

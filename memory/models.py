@@ -13,24 +13,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from memory.history import NOTE_MAX_CHARS as NOTE_MAX_CHARS
+from memory.history import HistoryActor
 
-# Limits defined once; validators, forms and the schema read them from here.
-NOTE_MAX_CHARS = 500  # a reviewer's or job's note on a transition, as the history row keeps it
+# Limits defined once; validators, forms and the schema read them from here (the note limit from
+# memory.history, whose history column it sizes).
 SUBJECT_MAX_CHARS = 200
 PURPOSE_MAX_CHARS = 100
 IDEMPOTENCY_KEY_MAX_CHARS = 200
-
-
-class HistoryActor(models.Model):
-    """Extra column on every historical row: who acted when the actor is not a Django user
-    (an agent token, a scheduled job), and the note a reviewer gave. Filled from the instance's
-    `_history_actor` / `_history_note` (see memory.apps) or from bulk `custom_historical_attrs`."""
-
-    history_actor = models.CharField(max_length=200, blank=True, default="")
-    history_note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True, default="")
-
-    class Meta:
-        abstract = True
 
 
 class Status(models.TextChoices):

@@ -37,12 +37,17 @@ from memory.search import active_indexes, fusion, semantic, storage
 from memory.search.build import serving_index
 from memory.search.models import IndexKind, SearchIndex
 from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
-    AUTHORITY_WEIGHT, CONFIDENCE_WEIGHT, PARTS, RECENCY_HALF_LIFE_DAYS, Ranked, Scope, rank,
+    AUTHORITY_WEIGHT,
+    CONFIDENCE_WEIGHT,
+    PARTS,
+    RECENCY_HALF_LIFE_DAYS,
+    Ranked,
+    Scope,
+    rank,
 )
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
 from memory.validation import RecallQuerySerializer, validated
-
 
 # What a recalled record is loaded with: what its item shows (the API's RecallItemSerializer and
 # `context_line`), and no more (a record has 36 columns; fewer to read and to build a model from).

@@ -18,6 +18,7 @@ only its unflushed notes (seconds of use).
 """
 
 import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -88,7 +89,7 @@ def flush() -> int:
         return 0
     try:
         return _write(record_ids=ids, at=newest)
-    except Exception:  # noqa: BLE001 - kept for the next flush rather than failing a finished request
+    except Exception:  # kept for the next flush rather than failing a finished request
         _buffer.add(ids, newest)
         logger.warning("last_used_at flush failed; kept for the next one", extra={"records": len(ids)}, exc_info=True)
         return 0
@@ -116,10 +117,8 @@ def _flush_at_exit() -> None:
     # Logging and the database may already be gone this late (a test run's database is dropped).
     ids, newest = _buffer.take()
     if ids and _write is not None:
-        try:
+        with contextlib.suppress(Exception):  # at exit: nothing left to report to
             _write(record_ids=ids, at=newest)
-        except Exception:  # noqa: BLE001
-            pass
 
 
 atexit.register(_flush_at_exit)

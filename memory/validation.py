@@ -10,10 +10,10 @@ Scope (purpose, capabilities, supersession) is checked by the services, which kn
 
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -26,15 +26,21 @@ from rest_framework.settings import api_settings
 from memory.errors import ValidationFailed
 from memory.fingerprints import is_subject_fingerprint
 from memory.models import (
-    AUTHORITY_FOR_SOURCE, IDEMPOTENCY_KEY_MAX_CHARS, NOTE_MAX_CHARS, PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Authority,
-    MemoryKind, SourceType,
+    AUTHORITY_FOR_SOURCE,
+    IDEMPOTENCY_KEY_MAX_CHARS,
+    NOTE_MAX_CHARS,
+    PURPOSE_MAX_CHARS,
+    SUBJECT_MAX_CHARS,
+    Authority,
+    MemoryKind,
+    SourceType,
 )
 
 # The range of date-times accepted anywhere: PostgreSQL stores far more, but Python's datetime stops
 # at year 1 and 9999, and a value near either end can leave that range when shifted to UTC or moved
 # by a TTL. Everything is stored in UTC.
-EARLIEST = datetime(1900, 1, 1, tzinfo=dt_timezone.utc)
-LATEST = datetime(9999, 1, 1, tzinfo=dt_timezone.utc)
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 TTL_MAX_SECONDS = 10**9
 RECALL_QUERY_MAX_CHARS = 1000
 DERIVED_FROM_MAX_ITEMS = 100
@@ -52,7 +58,7 @@ def checked_datetime(value: datetime) -> datetime:
     if abs(value.utcoffset()) > MAX_UTC_OFFSET:
         raise ValueError("The UTC offset must lie between -14:00 and +14:00.")
     try:
-        utc = value.astimezone(dt_timezone.utc)
+        utc = value.astimezone(UTC)
     except (OverflowError, ValueError):
         utc = None
     if utc is None or not EARLIEST <= utc < LATEST:

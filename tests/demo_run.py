@@ -3,6 +3,7 @@ SQLite and the filesystem broker, in a private var folder and on a free port), w
 is (BIN_RUN_SKIP_INSTALL=1), stopped the way Ctrl-C stops it (SIGINT to its process group), and
 started again on the same folder and port as a user restarts it (each start with a log of its own)."""
 
+import contextlib
 import os
 import re
 import signal
@@ -84,7 +85,5 @@ class DemoRun:
         # The launcher starts each process in a session of its own and names its pid: none may
         # outlive the test, even if the launcher itself was killed.
         for pid in re.findall(r"system \| \w+ started \(pid (\d+)\)", self.output()):
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass

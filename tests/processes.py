@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -102,10 +102,8 @@ class CeleryStack:
     @staticmethod
     def kill(process: subprocess.Popen) -> None:
         """kill -9 the whole process group (main process and pool children), as an OOM kill would."""
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         process.wait(timeout=10)
 
     @contextmanager

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -211,7 +212,7 @@ def test_a_closed_terminal_stops_every_process(tmp_path):
     output = process.communicate(timeout=30)[0]
     assert "SIGHUP received" in output and "one stopped" in output and "two stopped" in output, output
     for pid in children:
-        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2],
+        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
                  timeout=10, interval=0.1, what=f"process {pid} to end")
 
 

@@ -115,7 +115,7 @@ def draw_slots(draw: Draw, spec: dict, base: dict) -> dict:
     for name, pool in spec.items():
         value = draw(pool)
         if name in TUPLE_SLOTS:
-            slots.update(zip(TUPLE_SLOTS[name], value))
+            slots.update(zip(TUPLE_SLOTS[name], value, strict=True))
         else:
             slots[name] = value
     for name, value in list(slots.items()):
@@ -265,7 +265,7 @@ class Builder:
         sessions = sorted(self.rng.sample(range(N_SESSIONS), count))
         lines = self.rng.sample(T.TRIP_LINES, count)
         turns, cities = [], []
-        for session, line in zip(sessions, lines):
+        for session, line in zip(sessions, lines, strict=True):
             city = self.draw(T.CITIES)
             cities.append(city)
             turn = Turn(speaker, line.format(city=city))
@@ -306,7 +306,7 @@ class Builder:
         return Turn(speaker, text)
 
     def finish_sessions(self) -> None:
-        for session, blocks in enumerate(self.conv.blocks):
+        for blocks in self.conv.blocks:
             target = self.rng.randint(*SESSION_TURNS) - 4  # greeting pair and goodbye pair added below
             self.session_cores = set()
             while sum(len(block) for block in blocks) < target:
@@ -377,7 +377,7 @@ def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]
 
 def to_json(conv: Conversation) -> dict:
     sessions = []
-    for number, (blocks, when) in enumerate(zip(conv.blocks, conv.dates), start=1):
+    for number, (blocks, when) in enumerate(zip(conv.blocks, conv.dates, strict=True), start=1):
         session_id = f"{conv.id}-s{number}"
         turns = [turn for block in blocks for turn in block]
         for position, turn in enumerate(turns, start=1):

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"manage.py {' '.join(command)}: {setup[-1]['seconds']} s", flush=True)
 
         report = {
-            "run_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": "python -m bench.recall_eval.run " + " ".join(argv if argv is not None else sys.argv[1:]),
             "database": args.database, "config": args.config, "server_env": server_env, "recall_fields": recall_fields,
             "revision": git_revision(), "workers": args.workers,

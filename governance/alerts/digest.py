@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.contrib.auth import get_user_model
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.db.models import Count, Q

@@ -28,7 +28,12 @@ from memory.api.views import PROBLEMS, UUID_PATTERN, RecordPagination
 from memory.errors import ValidationFailed
 from memory.models import Agent
 from memory.validation import (
-    PURPOSE_MAX_CHARS, RECALL_QUERY_MAX_CHARS, SUBJECT_MAX_CHARS, StrictCharField, StrictIntegerField, StrictSerializer,
+    PURPOSE_MAX_CHARS,
+    RECALL_QUERY_MAX_CHARS,
+    SUBJECT_MAX_CHARS,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
 )
 
 TENANT_HELP = "One of your tenants, by slug; may be left out if you review only one."

@@ -8,9 +8,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from governance.dedup.selectors import proposal_is_current, proposal_members
-from governance.models import DedupProposal
-
 from governance.dedup.services import DECISION_NOTE_MAX_CHARS
+from governance.models import DedupProposal
 from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
 from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 

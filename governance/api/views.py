@@ -19,8 +19,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.serializers import (
-    ForgetRequestInputSerializer, ForgetRequestSerializer, ProposalAcceptInputSerializer, ProposalDecisionInputSerializer,
-    ProposalListQuerySerializer, ProposalRollbackSerializer, ProposalSerializer, ProposalStatsQuerySerializer,
+    ForgetRequestInputSerializer,
+    ForgetRequestSerializer,
+    ProposalAcceptInputSerializer,
+    ProposalDecisionInputSerializer,
+    ProposalListQuerySerializer,
+    ProposalRollbackSerializer,
+    ProposalSerializer,
+    ProposalStatsQuerySerializer,
     ProposalStatsSerializer,
 )
 from governance.dedup.selectors import proposal_queue, proposals_in_scope

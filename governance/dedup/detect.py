@@ -91,6 +91,7 @@ just by being newer.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 import uuid
@@ -262,7 +263,7 @@ def profile(text: str) -> TextProfile:
     structure = _NO_STRUCTURE
     if _may_have_structure(tokens, prepared):
         gaps = [_NO_GAP] + [
-            _gap(prepared[before.end():match.start()]) for before, match in zip(token_matches, token_matches[1:])
+            _gap(prepared[before.end():match.start()]) for before, match in itertools.pairwise(token_matches)
         ]
         structure = _contrast(tokens, gaps, values, cased)
     # Structure words ("over", "rather than", "before"...) say how the alternatives relate, not
@@ -575,9 +576,7 @@ def _is_contrast(tokens: list[str], clause: list[int], cased: set[str], start: i
             return False  # "took over", "handed over"
         if following in lexicon.TIME_SPANS:
             return False  # "over the weekend"
-    if head == "then" and previous in lexicon.NOT_A_SEQUENCE_BEFORE_THEN:
-        return False  # "since then", "by then"
-    return True
+    return not (head == "then" and previous in lexicon.NOT_A_SEQUENCE_BEFORE_THEN)  # "since then", "by then"
 
 
 @lru_cache(maxsize=200_000)

@@ -72,7 +72,7 @@ def _rows_after(base, after: Row, limit: int) -> list[Row]:
     partial index on the scope serves directly, and their rows follow each other in order."""
     rows: list[Row] = []
     for depth in range(_ORDER_WIDTH - 1, -1, -1):
-        equal = dict(zip(ORDER_FIELDS[:depth], after[:depth]))
+        equal = dict(zip(ORDER_FIELDS[:depth], after[:depth], strict=True))
         rows.extend(base.filter(**equal, **{f"{ORDER_FIELDS[depth]}__gt": after[depth]})[: limit - len(rows)])
         if len(rows) >= limit:
             break

@@ -26,9 +26,9 @@ from django.utils.translation import ngettext
 from django_celery_beat.admin import IntervalScheduleAdmin, PeriodicTaskAdmin, PeriodicTaskForm
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from governance.admin import ReadOnlyAdminMixin
 from governance.jobs.schedule import enqueue_job, job_of_task, task_name
 from governance.models import JobRun
+from governance.readonly_admin import ReadOnlyAdminMixin
 
 ADMIN_TRIGGER = "admin"
 TASK_PREFIX = task_name("")  # "governance.tasks.run_": what precedes a job's name in its task

@@ -24,6 +24,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from memory.fences import lock_key
 
+
 def advisory_lock_key(name: str) -> int:
     """A stable signed 64-bit key per job name (pg advisory locks take a bigint)."""
     return lock_key(f"job.{name}")

@@ -17,8 +17,8 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from governance.jobs import JOBS, job_function
 from governance.jobs.locks import job_lock
+from governance.jobs.registry import JOBS, job_function
 from governance.models import JobRun
 
 logger = logging.getLogger("governance.jobs")

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
-from governance.jobs import JOBS
+from governance.jobs.registry import JOBS
 
 ENTRY_PREFIX = "job-"
 

@@ -11,7 +11,6 @@ from datetime import datetime
 from memory.search import storage
 from memory.search.models import STORED_STATUSES, IndexKind, SearchIndex
 
-
 # Entries per transaction, in JOB_BATCH_SIZEs: an entry is small, and the statistics and terms are
 # updated once per statement, so larger statements cost less per entry (a million entries took
 # 199 s in batches of 2,000).

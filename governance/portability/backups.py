@@ -47,9 +47,9 @@ from pathlib import Path
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Count
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -266,7 +266,7 @@ class RestoreResult:
 
 def read_manifest(infile: Path) -> tuple[dict, tarfile.TarFile]:
     try:
-        archive = tarfile.open(infile, "r")
+        archive = tarfile.open(infile, "r")  # noqa: SIM115  (returned open: the caller reads the members, then closes it)
         manifest = json.load(archive.extractfile(MANIFEST))
     except (OSError, tarfile.TarError, KeyError, ValueError, TypeError):
         raise BackupError(f"{infile} is not a backup made by `manage.py backup` (no readable {MANIFEST}).") from None
@@ -396,7 +396,7 @@ def _pg_restore(connection, dump: Path, result: RestoreResult) -> None:
     """One transaction of our own session: drop the app's schema, run the backup's SQL (statements
     and COPY data, streamed from pg_restore), migrate, re-forget, propagate, commit. Other sessions
     wait on the dropped tables' locks meanwhile and then see the restored, re-forgotten database."""
-    args, env = _pg_args(connection.settings_dict)
+    _args, env = _pg_args(connection.settings_dict)
     schema = result.manifest.get("database_schema") or _schema(connection)
     reader = subprocess.Popen(["pg_restore", "--no-owner", "--file", "-", str(dump)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -41,8 +41,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -125,7 +124,7 @@ def _pg_tables_to_rewrite(cursor, *, since: datetime | None) -> list[str]:
     cursor.execute(
         "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() "
         "AND (n_dead_tup > 0 OR greatest(last_vacuum, last_autovacuum) >= %s)",
-        [since or datetime(1970, 1, 1, tzinfo=dt_timezone.utc)],
+        [since or datetime(1970, 1, 1, tzinfo=UTC)],
     )
     dead = [row[0] for row in cursor.fetchall()]
     cursor.execute(

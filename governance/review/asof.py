@@ -6,8 +6,7 @@ reconstruction can and cannot show: forgotten content never, pruned records not 
 Both are GET forms that change nothing; a bad time or an agent outside the reviewer's tenants is a
 message in the form, never an error page."""
 
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django import forms
 from django.http import HttpRequest, HttpResponse
@@ -115,4 +114,4 @@ def recall_asof(request: HttpRequest) -> HttpResponse:
 
 def _param(moment: datetime | None) -> str:
     # As the pages print times (and the "State at" box then shows it): UTC, to the second.
-    return moment.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if moment else ""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if moment else ""

@@ -10,7 +10,6 @@ from governance.review.common import render_page, reviewer_required, with_how_st
 from governance.review.views import QUEUE_TILES
 from memory.selectors import tenants_in_scope
 
-
 # Each chart is drawn twice: for a laptop, and for a phone's width (shown by the stylesheet's
 # media query), so that on a phone its text stays readable without scrolling sideways.
 WIDE, NARROW = 720, 360

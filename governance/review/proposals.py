@@ -23,7 +23,12 @@ from django.views.decorators.http import require_POST
 
 from governance.dedup.selectors import ProposalMember, content_diff, proposal_in_scope, proposal_members, proposal_queue
 from governance.dedup.services import (
-    DECISION_NOTE_MAX_CHARS, RegretCounts, proposal_accept, proposal_reject, proposal_rollback, regret_counts,
+    DECISION_NOTE_MAX_CHARS,
+    RegretCounts,
+    proposal_accept,
+    proposal_reject,
+    proposal_rollback,
+    regret_counts,
 )
 from governance.models import DedupProposal
 from governance.review.common import form_problem, memories, render_page, reviewer_required, safe_next, short_id
@@ -74,11 +79,8 @@ def _regret(counts: RegretCounts) -> dict:
 def proposal_list(request: HttpRequest) -> HttpResponse:
     actor = request.actor
     form = ProposalFilterForm(request.GET)
-    if form.is_valid():
-        queue = proposal_queue(actor, **form.queue_arguments())
-    else:
-        # A filter that does not validate shows its message and no rows, not an unfiltered list.
-        queue = DedupProposal.objects.none()
+    # A filter that does not validate shows its message and no rows, not an unfiltered list.
+    queue = proposal_queue(actor, **form.queue_arguments()) if form.is_valid() else DedupProposal.objects.none()
     page = Paginator(queue, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
     for proposal in page.object_list:
         proposal.members = proposal_members(proposal)

@@ -16,7 +16,11 @@ from governance.review.views import LIST_PAGE_SIZE
 from governance.revocations.models import Revocation, RevocationRecord
 from governance.revocations.selectors import revocations_in_scope
 from governance.revocations.services import (
-    SESSION_ID_MAX_CHARS, SOURCE_URI_MAX_CHARS, resolve_source, revocation_create, revocation_preview,
+    SESSION_ID_MAX_CHARS,
+    SOURCE_URI_MAX_CHARS,
+    resolve_source,
+    revocation_create,
+    revocation_preview,
 )
 from memory.errors import DomainError
 from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, Status

@@ -2,8 +2,7 @@
 
 from django.urls import path
 
-from governance.review import asof, dashboard, golden, holds, notifications, proposals, revocations, views
-from governance.review import export
+from governance.review import asof, dashboard, export, golden, holds, notifications, proposals, revocations, views
 
 app_name = "review"
 urlpatterns = [

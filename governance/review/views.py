@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 
 from django.conf import settings
 from django.contrib import messages
@@ -28,7 +29,14 @@ from governance.alerts.selectors import open_alerts
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.review import asof
 from governance.review.common import (
-    form_problem, memories, optional_url, render_page, reviewer_required, safe_next, short_id, with_how_started,
+    form_problem,
+    memories,
+    optional_url,
+    render_page,
+    reviewer_required,
+    safe_next,
+    short_id,
+    with_how_started,
 )
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
 from governance.revocations.models import Revocation
@@ -384,7 +392,7 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
     rows = list(record.history.select_related("history_user").order_by("history_date", "history_id"))
     changes_by_row = []
     user_ids = set()
-    for previous, row in zip([None, *rows], rows):
+    for previous, row in pairwise([None, *rows]):
         changes = row.diff_against(previous).changes if previous is not None else []
         changes_by_row.append(changes)
         user_ids.update(value for change in changes if change.field == "reviewed_by" for value in (change.old, change.new) if value)
@@ -402,7 +410,7 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
         return str(value)
 
     timeline = []
-    for previous, row, changes in zip([None, *rows], rows, changes_by_row):
+    for previous, row, changes in zip([None, *rows], rows, changes_by_row, strict=False):
         transition = row.history_change_reason or {"+": "created", "~": "changed", "-": "deleted"}.get(row.history_type, "")
         shown = [(change.field, show(change.field, change.old), show(change.field, change.new)) for change in changes]
         entered_quarantine = row.status == Status.QUARANTINED and (previous is None or previous.status != Status.QUARANTINED)

@@ -38,7 +38,7 @@ def resolve_source(*, actor: Actor, tenant: Tenant, credential=None, agent=None,
     slug), `session_id`, `source_uri_prefix`. Another tenant's credential or agent is a 404."""
     if not actor.may_access_tenant(tenant.pk):
         raise RecordNotFound("No such tenant in your scope.")
-    given = {name: value for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix))
+    given = {name: value for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix), strict=True)
              if value not in (None, "")}
     if len(given) != 1:
         raise ValidationFailed("Name exactly one source to revoke.",

@@ -6,7 +6,8 @@ module parses the requests, refuses agents and shapes the responses.
 An agent token that sends `as_of` gets a 403 (a request never widens its own scope); a reviewer
 reaches only the tenants they review (another tenant is a 404, like a missing one)."""
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter

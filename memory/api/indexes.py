@@ -19,9 +19,9 @@ from memory.api.authentication import request_actor
 from memory.api.permissions import IsReviewer
 from memory.api.views import PROBLEMS
 from memory.models import Status, Tenant
-from memory.selectors import records_in_scope
 from memory.search import semantic
 from memory.search.models import IndexKind, SearchIndex
+from memory.selectors import records_in_scope
 
 
 def _visible(report: dict, slugs: set[str] | None) -> dict:

@@ -22,7 +22,10 @@ from memory.api.authentication import request_actor
 from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
 from memory.api.problems import domain_problem
 from memory.api.serializers import (
-    BatchResultSerializer, MemoryRecordSerializer, ProblemSerializer, RecallResponseSerializer,
+    BatchResultSerializer,
+    MemoryRecordSerializer,
+    ProblemSerializer,
+    RecallResponseSerializer,
 )
 from memory.errors import RecordNotFound
 from memory.filters import MemoryRecordFilter
@@ -30,7 +33,11 @@ from memory.models import IDEMPOTENCY_KEY_MAX_CHARS, MemoryRecord, Status
 from memory.recall import parse_recall, recall
 from memory.selectors import records_in_scope
 from memory.validation import (
-    BatchWriteSerializer, MemoryWriteSerializer, RecallQuerySerializer, TransitionSerializer, validated,
+    BatchWriteSerializer,
+    MemoryWriteSerializer,
+    RecallQuerySerializer,
+    TransitionSerializer,
+    validated,
 )
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"

@@ -305,7 +305,8 @@ def _write_in_waves(credential: AgentCredential, pending: dict[uuid.UUID, _Candi
                 writes.append((candidate, body))
         for start in range(0, len(writes), BATCH_MAX_ITEMS):
             chunk = writes[start:start + BATCH_MAX_ITEMS]
-            for (candidate, _), outcome in zip(chunk, memory_write_batch(credential=credential, items=[body for _, body in chunk])):
+            outcomes = memory_write_batch(credential=credential, items=[body for _, body in chunk])
+            for (candidate, _), outcome in zip(chunk, outcomes, strict=True):
                 if outcome.record is None:
                     _error(candidate.result, _problem(outcome.error))
                     continue

@@ -25,6 +25,7 @@ The Celery task `memory.tasks.build_search_index` and `manage.py rebuild_index` 
 import logging
 import re
 import time
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -34,12 +35,24 @@ from memory.models import MemoryRecord, Status
 from memory.search import storage
 from memory.search.gates import run_promotion_gates
 from memory.search.models import STORED_STATUSES, IndexKind, IndexStatus, SearchIndex
-from memory.search.recipes import complete_recipe
+from memory.search.recipes import lexical_recipe
 
 logger = logging.getLogger("memory.search")
 
 DEFAULT_NAME = {IndexKind.LEXICAL: "lexical-default"}
 SUCCESSOR = re.compile(r"-r\d{14}$")  # the suffix of an index built to replace the one it is named after
+
+
+def complete_recipe(kind: str, given: dict[str, Any] | None) -> dict[str, Any]:
+    """The complete recipe of an index of `kind`: the lexical one from `memory.search.recipes`, the
+    semantic one from `memory.search.semantic` (chosen here, so recipes need not import semantic)."""
+    if kind == IndexKind.LEXICAL:
+        return lexical_recipe(given)
+    if kind == IndexKind.SEMANTIC:
+        from memory.search.semantic import semantic_recipe  # model, version, dims, normalisation
+
+        return semantic_recipe(given)
+    raise ValidationFailed(f"Indexes of kind '{kind}' cannot be built here yet.", errors={"kind": ["Not supported."]})
 
 
 def _set(index: SearchIndex, *, reason: str, actor: str, **changes) -> SearchIndex:

@@ -10,7 +10,13 @@ from django.db.models import Q
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from memory.models import HistoryActor
+from memory.history import HistoryActor
+
+
+def storage_name(kind: str, pk: int) -> str:
+    """Base name of an index's tables and triggers: from its kind and primary key only (defined
+    here, not in `memory.search.storage`, which builds on this module: no import cycle)."""
+    return f"memory_search_{kind[:3]}_{int(pk)}"
 
 
 class IndexKind(models.TextChoices):
@@ -72,8 +78,6 @@ class SearchIndex(models.Model):
     def storage_name(self) -> str:
         """The base name of this index's tables and triggers; derived from the primary key so a
         rebuilt index never writes into another's storage."""
-        from memory.search.storage import storage_name
-
         return storage_name(self.kind, self.pk)
 
     @property

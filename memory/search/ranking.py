@@ -59,8 +59,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 from itertools import combinations
 
 from django.db import connection
@@ -213,7 +212,7 @@ class Ranking:
         words = [word for _, word in self.analysed]
         stats, terms = engine.collection(self.index, self.scope, words)
         self.scope_size = stats.records
-        present = [Term(word, df, max_tf) for word, (df, max_tf) in zip(words, terms) if df is None or df > 0]
+        present = [Term(word, df, max_tf) for word, (df, max_tf) in zip(words, terms, strict=True) if df is None or df > 0]
         sources = engine.sources(self.index, self.scope, stats, present)
         yield from merge(sources)
 
@@ -274,7 +273,7 @@ def _ranked(row: tuple) -> Ranked:
     parts = {"lexical": float(lexical), "authority": float(authority), "confidence": float(confidence),
              "recency": float(recency)}
     if isinstance(confirmed_at, str):  # SQLite keeps UTC times as text
-        confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=dt_timezone.utc)
+        confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=UTC)
     if isinstance(confirmed_at, datetime):
         confirmed_at = confirmed_at.timestamp()
     if not isinstance(record_id, uuid.UUID):
@@ -440,7 +439,7 @@ class _Postgres:
         if stats.records <= SMALL_SCOPE:  # one statement scores them all: cheaper than any choosing
             return [Source(math.inf, self._step(index, scope, stats, words, idfs, (), ()))]
         rare = [term for term in ordered if term.df < COMMON_SHARE * stats.records]
-        bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered)]
+        bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered, strict=True)]
         common_bound = sum(bounds[len(rare):])
         sources = []
 
@@ -738,7 +737,7 @@ class _SQLite:
         if not words:
             return []
         kept: dict[str, str] = {}  # stem(s) -> the first word with them (the stemmer is not idempotent)
-        for word, stems in zip(words, fts5_tokens(recipe["analyser"]["sqlite"], words)):
+        for word, stems in zip(words, fts5_tokens(recipe["analyser"]["sqlite"], words), strict=True):
             if stems:
                 kept.setdefault(" ".join(stems), word)
         return list(kept.items())

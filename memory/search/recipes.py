@@ -17,7 +17,6 @@ Semantic recipe: model, version, dims and normalisation of the packaged embeddin
 from typing import Any
 
 from memory.errors import ValidationFailed
-from memory.search.models import IndexKind
 
 # PostgreSQL's /usr/share/postgresql/*/tsearch_data/english.stop (the Snowball English list), so a
 # query loses the same words on SQLite as the `english` configuration drops on PostgreSQL.
@@ -77,16 +76,6 @@ def lexical_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
         raise ValidationFailed("The index recipe is invalid.", errors=errors)
     recipe["analyser"] = dict(ANALYSERS[recipe["stemmer"]])
     return recipe
-
-
-def complete_recipe(kind: str, given: dict[str, Any] | None) -> dict[str, Any]:
-    if kind == IndexKind.LEXICAL:
-        return lexical_recipe(given)
-    if kind == IndexKind.SEMANTIC:
-        from memory.search.semantic import semantic_recipe  # model, version, dims, normalisation
-
-        return semantic_recipe(given)
-    raise ValidationFailed(f"Indexes of kind '{kind}' cannot be built here yet.", errors={"kind": ["Not supported."]})
 
 
 def stop_words(recipe: dict[str, Any]) -> frozenset[str]:

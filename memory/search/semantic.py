@@ -34,8 +34,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -318,7 +317,7 @@ def similar(index: SearchIndex, scope, query: str, *, depth: int) -> Similarity:
             continue
         authority, confidence, confirmed_at = details[record_id]
         if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
-            confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=dt_timezone.utc)
+            confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=UTC)
         top.append(Similar(record_id, float(cosines[position]), authority, float(confidence), confirmed_at))
     # a record id as the database returns it: a UUID on PostgreSQL, hex text on SQLite
     key = (lambda pk: pk) if connection.vendor == "postgresql" else (lambda pk: pk.hex)

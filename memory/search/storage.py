@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 
 from django.db import connection, transaction
 
+from memory.search.models import storage_name
 from memory.search.recipes import ANALYSERS
 
 RECORDS = "memory_memoryrecord"
@@ -43,11 +44,6 @@ WATCHED = ("status", "content", "tenant_id", "agent_id", "purpose", "subject", "
            "confirmed_at", "expires_at", "valid_from", "valid_to")
 COPIED = ("tenant_id", "agent_id", "purpose", "subject", "kind_id", "authority", "confidence", "confirmed_at",
           "expires_at", "valid_from", "valid_to")
-
-
-def storage_name(kind: str, pk: int) -> str:
-    """Base name of an index's tables and triggers: from its kind and primary key only."""
-    return f"memory_search_{kind[:3]}_{int(pk)}"
 
 
 def _analyser(recipe: dict, vendor: str) -> str:

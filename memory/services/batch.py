@@ -119,7 +119,7 @@ def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor:
         for status, count in Counter(record.status for record in records).items():
             count_on_commit(WRITES, status, count)
         on_activation(records)
-    results.update({item.index: BatchItemResult(item.index, record=record) for item, record in zip(plain, records)})
+    results.update({item.index: BatchItemResult(item.index, record=record) for item, record in zip(plain, records, strict=True)})
     for item in items:
         if item.index in results:
             continue

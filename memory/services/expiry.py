@@ -55,7 +55,7 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
         batches += 1
         if len(rows) < batch_size:
             break
-        after = tuple(field.get_db_prep_value(value, connection) for field, value in zip(keyset, rows[-1]))
+        after = tuple(field.get_db_prep_value(value, connection) for field, value in zip(keyset, rows[-1], strict=True))
     return total
 
 

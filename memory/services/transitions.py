@@ -3,9 +3,8 @@ and the transition's source statuses (`memory.models.TRANSITIONS`) are checked, 
 history row is written with its reason (`review.promote`, `agent.confirm`, ...), actor and note."""
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import Callable
 
 from django.db import transaction
 from django.utils import timezone

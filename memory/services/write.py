@@ -18,7 +18,13 @@ from memory.errors import Conflict, ScopeDenied, StaleVersion, ValidationFailed
 from memory.fences import hold, idempotency_lock
 from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import (
-    IDEMPOTENCY_KEY_MAX_CHARS, TRANSITIONS, AgentCredential, Authority, IdempotencyKey, MemoryRecord, Status,
+    IDEMPOTENCY_KEY_MAX_CHARS,
+    TRANSITIONS,
+    AgentCredential,
+    Authority,
+    IdempotencyKey,
+    MemoryRecord,
+    Status,
     content_digest,
 )
 from memory.policy import on_activation

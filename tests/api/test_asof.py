@@ -163,7 +163,7 @@ def test_as_of_recall_returns_what_recall_returned_then(write, agent_client, rev
 
     reconstructed = _recall(reviewer_client, **QUERY, as_of=iso(moment), tenant="acme", agent="support-bot")
     assert [i["id"] for i in reconstructed["items"]] == [i["id"] for i in then["items"]]
-    for old, new in zip(then["items"], reconstructed["items"]):
+    for old, new in zip(then["items"], reconstructed["items"], strict=True):
         assert new["score_parts"] == pytest.approx(old["score_parts"], abs=1e-3)
         assert new["context"] == old["context"] and new["content"] == old["content"]
         assert new["trust"] == old["trust"]

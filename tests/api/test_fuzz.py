@@ -7,12 +7,12 @@ fast and a failure reproduces."""
 import hypothesis
 import pytest
 import schemathesis
-from schemathesis.config import SchemathesisConfig
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck
+from schemathesis.config import SchemathesisConfig
 
 from memory.models import MemoryRecord, ReviewerToken
 from tests.conftest import memory_body

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from governed_memory import Provenance
 
+from governed_memory import Provenance
 from tests.processes import GunicornServer
 
 

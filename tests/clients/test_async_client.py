@@ -5,8 +5,8 @@ its status, and `list` as an async iterator over every page."""
 import asyncio
 
 import pytest
-from governed_memory import AsyncClient, Conflict, MemoryDraft, Provenance, RetryPolicy, ScopeDenied, ValidationError
 
+from governed_memory import AsyncClient, Conflict, MemoryDraft, Provenance, RetryPolicy, ScopeDenied, ValidationError
 from memory.models import MemoryRecord
 from tests.clients.conftest import AsyncRecordingTransport, posts_to, user_fact
 

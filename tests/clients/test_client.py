@@ -6,13 +6,21 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from governed_memory import (
-    AuthenticationError, Client, Conflict, MemoryDraft, NotFound, Provenance, RetryPolicy, ScopeDenied,
-    TransportError, ValidationError,
-)
-from governed_memory.models import PROMPT_HEADER
 
 from governance.jobs import run_job
+from governed_memory import (
+    AuthenticationError,
+    Client,
+    Conflict,
+    MemoryDraft,
+    NotFound,
+    Provenance,
+    RetryPolicy,
+    ScopeDenied,
+    TransportError,
+    ValidationError,
+)
+from governed_memory.models import PROMPT_HEADER
 from memory.models import MemoryRecord
 from tests.clients.conftest import RecordingTransport, posts_to, user_fact
 
@@ -138,9 +146,8 @@ def test_errors_are_typed_and_carry_the_servers_field_messages(api_server, clien
 
     with pytest.raises(NotFound):
         client.get(str(uuid.uuid4()))
-    with pytest.raises(AuthenticationError):
-        with Client(api_server.base, "gma_not-a-token") as stranger:
-            stranger.recall("anything", purpose="support")
+    with pytest.raises(AuthenticationError), Client(api_server.base, "gma_not-a-token") as stranger:
+        stranger.recall("anything", purpose="support")
     reader = make_credential(tenant, agent_slug="reader")  # no forget capability
     with Client(api_server.base, reader.raw_token) as limited, pytest.raises(ScopeDenied):
         limited.forget("customer/acme")

@@ -14,12 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.conf import settings
-from governed_memory import Client, GovernedMemoryError, InvalidArgument, _core, mcp_server
-from governed_memory._mcp_guard import MAX_MESSAGE_BYTES, MAX_NESTING, rejection
 from mcp import Client as McpClient
 from mcp.client.stdio import StdioServerParameters
 
 from governance.models import ForgetRequest
+from governed_memory import Client, GovernedMemoryError, InvalidArgument, _core, mcp_server
+from governed_memory._mcp_guard import MAX_MESSAGE_BYTES, MAX_NESTING, rejection
 from memory import models as memory_models
 from memory import validation
 from memory.api.views import UUID_PATTERN

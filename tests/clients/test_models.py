@@ -4,17 +4,27 @@ which calls it retries when nothing answers."""
 
 import uuid
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx
 import pytest
+
 from governed_memory import (
-    DEFAULT_AUTHORITY, Client, Conflict, Memory, MemoryDraft, Provenance, RateLimited, RecallResult, ServerError,
-    TransportError, UnexpectedResponse, ValidationError,
+    DEFAULT_AUTHORITY,
+    Client,
+    Conflict,
+    Memory,
+    MemoryDraft,
+    Provenance,
+    RateLimited,
+    RecallResult,
+    ServerError,
+    TransportError,
+    UnexpectedResponse,
+    ValidationError,
 )
 from governed_memory._core import Retry, RetryPolicy, api_base, outcome, parse_retry_after, write_call
-
 from tests.clients.conftest import RecordingTransport
 from tests.processes import free_port
 
@@ -34,7 +44,7 @@ RECORD = {
 def test_a_record_with_unknown_fields_and_without_optional_ones_is_read():
     memory = Memory.from_json({k: v for k, v in RECORD.items() if k not in ("valid_from", "last_used_at", "quarantine_reason")})
     assert (memory.id, memory.version, memory.status, memory.trust) == (RECORD["id"], 3, "active", "trusted")
-    assert memory.provenance.observed_at == datetime(2026, 11, 29, 10, tzinfo=timezone.utc)
+    assert memory.provenance.observed_at == datetime(2026, 11, 29, 10, tzinfo=UTC)
     assert memory.created_at.microsecond == 123456 and memory.last_used_at is None
     assert memory.raw["written_by"] == {"a": "field added later"}
     with pytest.raises(UnexpectedResponse):
@@ -82,7 +92,7 @@ def test_every_write_call_gets_its_own_idempotency_key_unless_given_one():
 
 def test_retry_after_is_read_as_seconds_or_an_http_date():
     assert parse_retry_after("3") == 3.0
-    later = datetime.now(timezone.utc) + timedelta(seconds=30)
+    later = datetime.now(UTC) + timedelta(seconds=30)
     assert 25 <= parse_retry_after(format_datetime(later, usegmt=True)) <= 30
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
 

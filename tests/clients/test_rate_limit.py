@@ -3,8 +3,8 @@ client waits what `Retry-After` says and sends the same write again (same idempo
 burst of writes lands exactly once each; past the policy's patience it raises RateLimited."""
 
 import pytest
-from governed_memory import NO_RETRY, Client, RateLimited, RetryPolicy
 
+from governed_memory import NO_RETRY, Client, RateLimited, RetryPolicy
 from memory.models import MemoryRecord
 from tests.clients.conftest import RecordingTransport, user_fact
 from tests.processes import GunicornServer

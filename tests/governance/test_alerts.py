@@ -3,10 +3,9 @@ locmem email backend (what the console backend prints in development): a thresho
 one email per episode, not one per tick; the digest lists the day's items; neither carries memory
 content or subjects."""
 
+import re
 from datetime import timedelta
 from smtplib import SMTPException
-
-import re
 
 import pytest
 import yaml

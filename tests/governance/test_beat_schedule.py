@@ -130,11 +130,11 @@ def run_now(admin_client, capture_on_commit, url: str, pks: list) -> list[tuple[
     """Post the admin's "Run now" action; return the (task, kwargs) it sent once its transaction
     committed (the broker itself is replaced: what it delivers is tested with a real worker)."""
     sent = []
-    with mock.patch("celery.app.task.Task.apply_async", autospec=True,
-                    side_effect=lambda task, args=None, kwargs=None, **options: sent.append((task.name, kwargs))):
-        with capture_on_commit(execute=True):
-            response = admin_client.post(url, {"action": "run_tasks" if "periodictask" in url else "run_now",
-                                               "_selected_action": pks}, follow=True)
+    with (mock.patch("celery.app.task.Task.apply_async", autospec=True,
+                     side_effect=lambda task, args=None, kwargs=None, **options: sent.append((task.name, kwargs))),
+          capture_on_commit(execute=True)):
+        response = admin_client.post(url, {"action": "run_tasks" if "periodictask" in url else "run_now",
+                                           "_selected_action": pks}, follow=True)
     assert response.status_code == 200
     return sent
 

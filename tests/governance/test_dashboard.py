@@ -132,7 +132,7 @@ def test_forget_lag_percentiles_cover_every_request_of_the_90_days_not_the_oldes
         ForgetRequest(tenant=tenant, subject=f"s-{i}", status=ForgetRequest.Status.COMPLETED, requested_by="test")
         for i in range(len(lags))
     ])
-    for i, (request, lag) in enumerate(zip(requests, lags)):
+    for i, (request, lag) in enumerate(zip(requests, lags, strict=True)):
         request.requested_at = now - timedelta(days=80) + timedelta(minutes=i)
         request.completed_at = request.requested_at + timedelta(seconds=lag)
     ForgetRequest.objects.bulk_update(requests, ["requested_at", "completed_at"])

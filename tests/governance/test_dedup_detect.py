@@ -3,7 +3,7 @@ the keep choice, and blocking that keeps the number of comparisons linear."""
 
 import random
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ from governance.dedup import detect
 from governance.dedup.detect import RecordFacts, compare, find_proposals, profile, proposal_signature
 from memory.models import content_digest
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def facts(content: str, *, authority="user", trust="trusted", confirmed_days=0, created_days=0, version=1) -> RecordFacts:

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from governance.dedup.detect import proposal_signature
 from governance.dedup import jobs
+from governance.dedup.detect import proposal_signature
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.services import proposal_accept, proposal_reject, proposal_rollback
 from governance.models import DedupProposal

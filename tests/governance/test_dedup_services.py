@@ -12,7 +12,10 @@ from django.utils import timezone
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.selectors import proposal_members, proposal_queue
 from governance.dedup.services import (
-    proposal_accept, proposal_reject, proposal_rollback, regret_counts,
+    proposal_accept,
+    proposal_reject,
+    proposal_rollback,
+    regret_counts,
 )
 from governance.models import DedupProposal
 from governance.services import forget_request_create
@@ -92,7 +95,7 @@ def test_the_reviewer_may_keep_the_other_side_and_a_rollback_undoes_that(write, 
 
 @pytest.mark.parametrize("change", ["confirm_drop", "confirm_keep", "forget"])
 def test_a_proposal_over_records_that_moved_on_is_refused_and_stays_open(write, reviewer_actor, credential, change):
-    proposal, records = propose(write, EMAIL, EMAIL_AGAIN)
+    proposal, _records = propose(write, EMAIL, EMAIL_AGAIN)
     drop_id = proposal.drops.get().record_id
     if change == "confirm_drop":
         memory_confirm(record_id=drop_id, expected_version=1, actor=reviewer_actor)

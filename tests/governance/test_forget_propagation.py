@@ -16,7 +16,11 @@ from django.test.utils import CaptureQueriesContext
 
 from governance import forgetting
 from governance.forgetting import (
-    FORGOTTEN_REPR, PROVENANCE_STRING_FIELDS, propagate_forget_request, registered_artifacts, uncovered_references,
+    FORGOTTEN_REPR,
+    PROVENANCE_STRING_FIELDS,
+    propagate_forget_request,
+    registered_artifacts,
+    uncovered_references,
 )
 from governance.jobs import run_job
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, JobRun, PropagationReceipt

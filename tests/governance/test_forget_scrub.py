@@ -63,7 +63,7 @@ def test_after_propagation_a_full_dump_holds_no_canary_from_content_subject_or_p
 ):
     marks = {field: canary() for field in FIELDS}
     controls = {field: canary() for field in FIELDS}
-    records = plant(write, reviewer_actor, reviewer, marks)
+    plant(write, reviewer_actor, reviewer, marks)
     kept = plant(write, reviewer_actor, reviewer, controls)  # another subject, same kinds of copies
     subject = f"customer/{marks['subject']}"
 

@@ -11,11 +11,11 @@ from django.utils import timezone
 from config.celery import app as celery_app
 from governance import jobs
 from governance.jobs import JOBS, JobIncomplete, UnknownJob, job_run_summary, run_job
-from governance.selectors import last_job_runs
 from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
 from governance.jobs.schedule import JobScheduler
 from governance.models import JobRun
+from governance.selectors import last_job_runs
 from memory.models import MemoryRecord, Status
 
 pytestmark = pytest.mark.django_db

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from prometheus_client import REGISTRY
 
+from memory.errors import StaleVersion
 from memory.services import memory_promote
 from tests.conftest import memory_body
 from tests.processes import GunicornServer
@@ -35,7 +36,7 @@ def test_lifecycle_events_are_counted_once_committed(client, write, reviewer_act
     with django_capture_on_commit_callbacks(execute=True):
         record = write(**UNTRUSTED)
         write(**UNTRUSTED)
-        with pytest.raises(Exception):
+        with pytest.raises(StaleVersion):
             memory_promote(record_id=record.pk, expected_version=5, actor=reviewer_actor)
         memory_promote(record_id=record.pk, expected_version=1, actor=reviewer_actor)
 

@@ -12,7 +12,13 @@ from governance.models import Revocation, RevocationRecord
 from governance.revocations.services import resolve_source, revocation_create
 from memory.models import AgentCredential, MemoryRecord, ReviewerToken, Status, Trust
 from memory.services import (
-    RevokedSource, memory_forget_subject, memory_promote, memory_reject, memory_revoke_source, memory_write, memory_write_batch,
+    RevokedSource,
+    memory_forget_subject,
+    memory_promote,
+    memory_reject,
+    memory_revoke_source,
+    memory_write,
+    memory_write_batch,
 )
 from tests.api.conftest import RECALL, UNTRUSTED, assert_problem, bearer_client, recall_ids
 from tests.conftest import memory_body
@@ -83,7 +89,7 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
 
     assert statuses(written + summary_ids) == {Status.QUARANTINED}
     assert set(MemoryRecord.objects.filter(pk__in=written + summary_ids).values_list("trust", flat=True)) == {Trust.UNTRUSTED}
-    assert statuses(kept + [unrelated_summary.pk]) == {Status.ACTIVE}
+    assert statuses([*kept, unrelated_summary.pk]) == {Status.ACTIVE}
     assert MemoryRecord.objects.get(pk=quarantined_at_write.pk).version == 1  # already quarantined: untouched
     for query in ("fact number 17", "leaked token fact", "summary of a summary", "summary"):
         assert not revoked & set(recall_ids(agent_client, query=query, limit=50)), query

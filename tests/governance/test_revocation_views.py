@@ -7,8 +7,8 @@ from django.urls import reverse
 
 from governance.models import Revocation
 from memory.models import Agent, AgentCredential, MemoryRecord, Status
-from tests.conftest import memory_body
 from memory.services import memory_write
+from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
 

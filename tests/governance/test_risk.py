@@ -102,7 +102,7 @@ def test_the_quarantine_card_shows_the_flags_and_can_sort_flagged_first(write, r
     assert [r.pk for r in page.context["page"].object_list] == [older.pk, flagged.pk]  # oldest first by default
     html = page.content.decode()
     assert "<strong>1</strong> flagged as risky." in html and "Show flagged first" in html
-    assert f'data-risk-flags="override"' in html
+    assert 'data-risk-flags="override"' in html
     assert "Tries to override the agent" in html
     flagged_page = reviewer_client.get(reverse("review:quarantine"), {"order": "flagged"})
     assert [r.pk for r in flagged_page.context["page"].object_list] == [flagged.pk, older.pk]

@@ -154,7 +154,7 @@ def _bm25(corpus: list[str], terms: list[str], k1: float, b: float) -> list[floa
     lengths = [len(text.split()) for text in corpus]
     n, avgdl = len(corpus), sum(lengths) / len(corpus)
     scores = []
-    for tokens, length in zip(words, lengths):
+    for tokens, length in zip(words, lengths, strict=True):
         score = 0.0
         for term in terms:
             tf = tokens.count(term)

@@ -15,8 +15,17 @@ from governance.models import PropagationReceipt
 from governance.services import forget_request_create
 from memory.models import ReviewerToken
 from memory.recall import RecallQuery, recall
-from memory.search import IndexKind, IndexStatus, SearchIndex, active_index, gates, register_promotion_gate, semantic, vectors
-from memory.search import storage
+from memory.search import (
+    IndexKind,
+    IndexStatus,
+    SearchIndex,
+    active_index,
+    gates,
+    register_promotion_gate,
+    semantic,
+    storage,
+    vectors,
+)
 from memory.search.build import build_and_promote, repair_storage, request_rebuild
 from memory.services import memory_promote, memory_retire
 from memory.tasks import embed_records
@@ -63,7 +72,7 @@ def queued_embeddings(callbacks) -> list:
 
 
 def test_a_question_sharing_no_words_with_the_memory_is_found_through_the_semantic_part(credential, answer_and_others):
-    answer, others = answer_and_others
+    answer, _others = answer_and_others
     lexical = ask(credential)
     assert lexical.terms and not any(item.score_parts["lexical"] for item in lexical.items)
     assert lexical.items[0].record.pk != answer.pk and "semantic" not in lexical.items[0].score_parts

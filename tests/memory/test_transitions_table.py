@@ -111,10 +111,10 @@ def test_no_service_writes_a_literal_status_onto_an_existing_record():
     offenders = []
     for path in sorted(SERVICES.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets):
-                if _literal_status(node.value):
-                    offenders.append(f"{path.name}:{node.lineno}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update":
-                if any(k.arg == "status" and _literal_status(k.value) for k in node.keywords):
-                    offenders.append(f"{path.name}:{node.lineno}")
+            assigned = isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets) and _literal_status(node.value)
+            updated = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
+                       and any(k.arg == "status" and _literal_status(k.value) for k in node.keywords))
+            if assigned or updated:
+                offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []

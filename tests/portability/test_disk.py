@@ -6,6 +6,7 @@ each rewrite; a receipt claims only what was verified, stays pending naming what
 next run completes it. One rewrite serves every forget completed before it, and the service keeps
 answering meanwhile."""
 
+import functools
 import queue
 import threading
 import time
@@ -184,8 +185,8 @@ def test_a_disk_step_right_after_the_forget_leaves_no_canary_in_any_table_or_ind
             assert index_bytes(secret) > 0 and index_bytes(who) > 0  # the index tables do hold copies
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_stat_force_next_flush()")  # this session's counts are reported now
-        request, filed = worker.call(lambda: busy_then_forget(tenant, reviewer_actor, subject,
-                                                              reset_statistics=run_number % 2 == 0))
+        request, filed = worker.call(functools.partial(busy_then_forget, tenant, reviewer_actor, subject,
+                                                         reset_statistics=run_number % 2 == 0))
         assert time.monotonic() - filed < 1.0  # the disk step starts within a second of the forget
         started = time.monotonic()
         run = run_job("disk_rewrite", trigger="run_job")

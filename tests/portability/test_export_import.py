@@ -2,6 +2,7 @@
 that reproduces content hashes, supersession chains and lineage, imports through the lifecycle
 (quarantined unless trusted), idempotent, with a report per file and nothing written for a bad one."""
 
+import contextlib
 import io
 import json
 import time
@@ -38,10 +39,8 @@ def export(tenant_slug: str, outdir: Path, *args) -> dict:
 
 def import_dir(directory: Path, tenant_slug: str, agent: str = "support-bot", *args) -> tuple[dict, list[str]]:
     out = io.StringIO()
-    try:
+    with contextlib.suppress(CommandError):  # files with errors: the report is on stdout all the same
         call_command("import_memories", str(directory), "--tenant", tenant_slug, "--agent", agent, *args, stdout=out)
-    except CommandError:
-        pass  # files with errors: the report is on stdout all the same
     lines = out.getvalue().strip().splitlines()
     return json.loads(lines[-1]), lines[:-1]
 

@@ -3,6 +3,7 @@ covering the data; durations in their two largest adjacent units; the lag percen
 last 90 days only. (The statistics themselves, against percentiles computed independently, are in
 tests/governance/test_dashboard.py.)"""
 
+import itertools
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -27,7 +28,7 @@ def test_axis_ticks_are_nice_even_exact_and_cover_the_data(largest, whole):
     if largest:  # no empty interval on top (no data: a default 0 to 1)
         assert scale.top - scale.step < largest or scale.top == scale.step
     assert 1 <= len(scale.ticks) - 1 <= TICKS
-    gaps = {round(b - a, 9) for a, b in zip(scale.ticks, scale.ticks[1:])}
+    gaps = {round(b - a, 9) for a, b in itertools.pairwise(scale.ticks)}
     assert gaps == {round(scale.step, 9)}
     if whole:
         assert scale.step >= 1
@@ -92,14 +93,15 @@ def test_lag_days_are_labelled_once_each_and_thinned_to_fit():
     many = [f"11-{d:02d}" for d in range(1, 31)]
     shown = x_labels(points(many, [1.0] * 30, title="t"))
     assert shown[0][1] == "11-01" and 4 <= len(shown) <= X_LABELS
-    gaps = [b - a for (a, _), (b, _) in zip(shown, shown[1:])]
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(shown)]
     assert min(gaps) >= (720 - LEFT - 12) / X_LABELS - 0.1  # never crowded
 
 
 def test_labels_that_would_touch_on_a_narrow_chart_alternate_between_two_rows():
     kinds = ["episodic", "preference", "procedural", "semantic", "working_note"]
     series = [Series("< 7 d", [1] * 5)]
-    ys = lambda svg: [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="middle" font-size="11">', svg)]
+    def ys(svg):
+        return [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="middle" font-size="11">', svg)]
     wide = ys(stacked_bars(kinds, series, title="t", width=720))
     assert len(set(wide)) == 1  # room enough: one row
     narrow_svg = stacked_bars(kinds, series, title="t", width=360)

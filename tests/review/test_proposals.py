@@ -15,9 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.dedup.services import DECISION_NOTE_MAX_CHARS
 from governance.dedup.jobs import propose_duplicates
-from governance.dedup.services import proposal_accept
+from governance.dedup.services import DECISION_NOTE_MAX_CHARS, proposal_accept
 from governance.models import DedupProposal, DedupProposalDrop
 from governance.services import forget_request_create
 from memory.actors import Actor

@@ -3,6 +3,7 @@ with their numbers, how long a claim has waited (not "waiting 1 minute ago"), a 
 page without expiry or review lines, the dashboard's queue wording, chart axes and tile rows, and
 the project's own 404 page and icon. Screenshots land in the test output folder."""
 
+import itertools
 import re
 import uuid
 from datetime import timedelta
@@ -111,7 +112,7 @@ def test_dashboard_wording_axes_and_layout(page, login, screenshot, reviewer, te
     labels = lag.locator("text[text-anchor=end]").all_text_contents()
     assert labels == ["0 s", "0.5 s", "1.0 s", "1.5 s"]
     ys = [float(y) for y in lag.locator("line").evaluate_all("lines => lines.map(l => l.getAttribute('y1'))")]
-    gaps = [a - b for a, b in zip(ys, ys[1:])]
+    gaps = [a - b for a, b in itertools.pairwise(ys)]
     assert max(gaps) - min(gaps) < 0.2, ys
 
     # Today's bars on the writes chart have their date under them.

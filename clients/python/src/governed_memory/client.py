@@ -12,6 +12,7 @@ calls `governed_memory._core` defines, with the same retry policy; only the I/O 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -162,10 +163,8 @@ class Client:
             return result.value
 
     def _attach_current(self, error: Conflict, memory_id: str) -> None:
-        try:
+        with contextlib.suppress(GovernedMemoryError):  # the conflict is the answer; reading it back was a courtesy
             _core.attach_current(error, self._send(_core.get_call(memory_id)))
-        except GovernedMemoryError:
-            pass  # the conflict is the answer; reading the record back was a courtesy
 
 
 class AsyncClient:
@@ -272,7 +271,5 @@ class AsyncClient:
             return result.value
 
     async def _attach_current(self, error: Conflict, memory_id: str) -> None:
-        try:
+        with contextlib.suppress(GovernedMemoryError):
             _core.attach_current(error, await self._send(_core.get_call(memory_id)))
-        except GovernedMemoryError:
-            pass

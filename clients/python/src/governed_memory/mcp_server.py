@@ -33,7 +33,13 @@ from governed_memory._core import IDEMPOTENCY_KEY_MAX_CHARS, TOKEN_ENV, URL_ENV,
 from governed_memory.client import AsyncClient
 from governed_memory.errors import APIError, Conflict, GovernedMemoryError, InvalidArgument, ScopeDenied
 from governed_memory.models import (
-    DEFAULT_AUTHORITY, PROMPT_HEADER, ForgetRequest, Memory, Provenance, RecallItem, parse_datetime,
+    DEFAULT_AUTHORITY,
+    PROMPT_HEADER,
+    ForgetRequest,
+    Memory,
+    Provenance,
+    RecallItem,
+    parse_datetime,
 )
 
 if TYPE_CHECKING:

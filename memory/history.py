@@ -1,0 +1,23 @@
+"""What every historical row carries beyond simple-history's own columns: who acted when the actor
+is not a Django user, and the note given with the change (so the note limit is defined here).
+
+A leaf module: `memory.models` and `memory.search.models` both build their history on it, and
+`memory.models` imports `memory.search.models` to register its model, so neither may be imported
+from here.
+"""
+
+from django.db import models
+
+NOTE_MAX_CHARS = 500  # a reviewer's or job's note on a transition, as the history row keeps it
+
+
+class HistoryActor(models.Model):
+    """Extra column on every historical row: who acted when the actor is not a Django user
+    (an agent token, a scheduled job), and the note a reviewer gave. Filled from the instance's
+    `_history_actor` / `_history_note` (see memory.apps) or from bulk `custom_historical_attrs`."""
+
+    history_actor = models.CharField(max_length=200, blank=True, default="")
+    history_note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True, default="")
+
+    class Meta:
+        abstract = True
