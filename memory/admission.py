@@ -20,9 +20,11 @@ The check runs inside the writing transaction behind the tenant's revocation fen
 write (nothing stored), so a revocation catches every write that was in flight when it ran.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
@@ -112,15 +114,20 @@ class Gate:
         return None
 
 
-def enter_gate(credential: AgentCredential) -> Gate:
+def enter_gate(credential: AgentCredential, drafts: Iterable[WriteDraft]) -> Gate:
     """Inside the writing transaction: take the tenant's revocation fence (shared), refuse a token
-    revoked meanwhile, and read the tenant's open holds. Writes of one tenant never wait for each
-    other here, only for a revocation that is running."""
+    revoked meanwhile, and read the open holds that can apply to `drafts` (their sessions' and every
+    address prefix's: a tenant's contaminated sessions add up, its revoked addresses stay few).
+    Writes of one tenant never wait for each other here, only for a revocation that is running."""
     tenant_id = credential.agent.tenant_id
     hold([revocation_fence(tenant_id)], shared=True)
     if not AgentCredential.objects.usable().filter(pk=credential.pk).exists():
         raise TokenRevoked("This token was revoked while the write was made; nothing was stored.", code="token_revoked")
-    holds = {(held.scope, held.key): held for held in SourceHold.objects.filter(tenant_id=tenant_id, cleared_at__isnull=True)}
+    sessions = {source_fingerprint(tenant_id, SourceHold.Scope.SESSION, draft.provenance["session_id"])
+                for draft in drafts if draft.provenance.get("session_id")}
+    applicable = Q(scope=SourceHold.Scope.URI_PREFIX) | Q(scope=SourceHold.Scope.SESSION, key__in=sessions)
+    holds = {(held.scope, held.key): held
+             for held in SourceHold.objects.filter(applicable, tenant_id=tenant_id, cleared_at__isnull=True)}
     lengths = frozenset(held.prefix_length for held in holds.values() if held.scope == SourceHold.Scope.URI_PREFIX)
     return Gate(tenant_id=tenant_id, holds=holds, prefix_lengths=lengths)
 

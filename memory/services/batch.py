@@ -79,7 +79,7 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
 
     keyed = sorted({item.key for item in prepared if item.key})
     with transaction.atomic():
-        gate = enter_gate(credential)
+        gate = enter_gate(credential, [item.draft for item in prepared])
         # Each key's lock before looking for its earlier use: a concurrent request with one of these
         # keys waits for this one, then replays it (memory.fences).
         hold([idempotency_lock(credential.pk, key) for key in keyed])

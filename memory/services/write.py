@@ -78,7 +78,7 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
     actor = Actor.for_credential(credential)
 
     with transaction.atomic():
-        gate = enter_gate(credential)
+        gate = enter_gate(credential, [draft])
         if idempotency_key:  # a concurrent request with the same key waits here, then replays this one
             hold([idempotency_lock(credential.pk, idempotency_key)])
             replay = _idempotent_replay(credential, idempotency_key, fingerprint)
