@@ -37,21 +37,6 @@ def recreate(dsn: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def schema_files(cursor) -> list[Path]:
-    """Every file (fork, segment) of every relation of the schema, with TOAST tables and their indexes."""
-    cursor.execute("SHOW data_directory")
-    data = Path(cursor.fetchone()[0])
-    cursor.execute(
-        """WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                        WHERE n.nspname = current_schema()),
-                rels AS (SELECT oid FROM own UNION SELECT reltoastrelid FROM own WHERE reltoastrelid <> 0
-                         UNION SELECT i.indexrelid FROM pg_index i JOIN own ON i.indrelid = own.reltoastrelid)
-           SELECT pg_relation_filepath(oid) FROM rels""")
-    bases = [data / row[0] for row in cursor.fetchall() if row[0]]
-    return sorted({path for base in bases for path in base.parent.glob(base.name + "*")
-                   if path.name == base.name or path.name[len(base.name)] in "._"})
-
-
 class Worker:
     """A thread with its own database session that stays open, as a Celery worker's does: the
     forget and its propagation run there, the disk step in another session. A server process
@@ -106,7 +91,7 @@ def main() -> int:
 
     from governance.jobs import run_job
     from governance.models import PropagationReceipt
-    from governance.portability.disk import pending_receipts
+    from governance.portability.disk import pending_receipts, schema_relation_files
     from governance.services import forget_request_create
     from memory.actors import Actor
     from memory.models import Agent, AgentCredential, MemoryRecord, Tenant
@@ -161,7 +146,7 @@ def main() -> int:
         durations.append(took)
         with connection.cursor() as cursor:
             cursor.execute("CHECKPOINT")
-            files = schema_files(cursor)
+            files = schema_relation_files(cursor)
         blobs = [path.read_bytes() for path in files if path.exists()]
         left = {name: sum(blob.count(needle.encode()) for blob in blobs)
                 for name, needle in (("content", secret), ("subject", who), ("control", control))}

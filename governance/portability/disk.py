@@ -42,6 +42,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -99,6 +100,23 @@ def pending_receipts(*, completed_before: datetime) -> QuerySet[PropagationRecei
         artifact=ARTIFACT, forget_request__status=ForgetRequest.Status.COMPLETED,
         forget_request__completed_at__lte=completed_before,
     )
+
+
+def schema_relation_files(cursor) -> list[Path]:
+    """Every file (fork, segment) of every relation of the current schema, with each table's TOAST
+    table and TOAST index, under the server's data directory (readable where the app runs on the
+    database's host): where a forget's old bytes could stay, for the checks that grep them."""
+    cursor.execute("SHOW data_directory")
+    data = Path(cursor.fetchone()[0])
+    cursor.execute(
+        """WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                        WHERE n.nspname = current_schema()),
+                rels AS (SELECT oid FROM own UNION SELECT reltoastrelid FROM own WHERE reltoastrelid <> 0
+                         UNION SELECT i.indexrelid FROM pg_index i JOIN own ON i.indrelid = own.reltoastrelid)
+           SELECT pg_relation_filepath(oid) FROM rels""")
+    bases = [data / row[0] for row in cursor.fetchall() if row[0]]
+    return sorted({path for base in bases for path in base.parent.glob(base.name + "*")
+                   if path.name == base.name or path.name[len(base.name)] in "._"})
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ def database_files(scope: str = "schema") -> list[Path]:
     TOAST index, every fork and segment; `database`: every file of the database's directory."""
     from django.db import connection
 
+    from governance.portability.disk import schema_relation_files
+
     if connection.vendor == "sqlite":
         path = Path(connection.settings_dict["NAME"])
         return [Path(f"{path}{suffix}") for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists()]
@@ -45,15 +47,7 @@ def database_files(scope: str = "schema") -> list[Path]:
         if scope == "database":
             cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
             return sorted(p for p in (data / "base" / str(cursor.fetchone()[0])).iterdir() if p.is_file())
-        cursor.execute(
-            """WITH own AS (SELECT c.oid, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                            WHERE n.nspname = current_schema()),
-                    rels AS (SELECT oid FROM own UNION SELECT reltoastrelid FROM own WHERE reltoastrelid <> 0
-                             UNION SELECT i.indexrelid FROM pg_index i JOIN own ON i.indrelid = own.reltoastrelid)
-               SELECT pg_relation_filepath(oid) FROM rels""")
-        bases = [data / row[0] for row in cursor.fetchall() if row[0]]
-    return sorted({path for base in bases for path in base.parent.glob(base.name + "*")
-                   if path.name == base.name or path.name[len(base.name)] in "._"})
+        return schema_relation_files(cursor)
 
 
 def bytes_on_disk(needle: str, *, scope: str = "schema") -> int:
