@@ -32,7 +32,7 @@ def compare(sides: dict[str, Server], token: str, asked: list[str], n: int) -> d
             body = {"query": RECALL_QUERIES[i % len(RECALL_QUERIES)], "purpose": "support", "limit": 10, "token_budget": 800}
             if scope == "subject":
                 body["subject"] = asked[i % len(asked)]
-            for name in (names if i % 2 == 0 else names[::-1]):
+            for name in names if i % 2 == 0 else names[::-1]:
                 status, payload, seconds = post_json(sides[name].base + "/api/v1/recall/", token, body)
                 assert status == 200, (name, status, payload)
                 times[scope][name].append(seconds)
@@ -62,8 +62,11 @@ def main() -> None:
     for scope, by_side in times.items():
         for name, seconds in by_side.items():
             ms = [s * 1000 for s in seconds]
-            print(f"{scope:8s} {name:5s} p50 {percentile(ms, 0.5):6.1f} ms  p95 {percentile(ms, 0.95):6.1f} ms  "
-                  f"mean {statistics.mean(ms):6.1f} ms", flush=True)
+            print(
+                f"{scope:8s} {name:5s} p50 {percentile(ms, 0.5):6.1f} ms  p95 {percentile(ms, 0.95):6.1f} ms  "
+                f"mean {statistics.mean(ms):6.1f} ms",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

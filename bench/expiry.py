@@ -48,15 +48,20 @@ def _make_due(dsn: str, count: int) -> int:
         conn.execute(f"DROP TABLE IF EXISTS {DUE_TABLE}")
         conn.execute(
             f"CREATE TABLE {DUE_TABLE} AS SELECT id, status, version, expires_at FROM memory_memoryrecord "
-            f"WHERE status IN ('active', 'quarantined') AND expires_at > now() ORDER BY created_at LIMIT %s", (count,))
+            f"WHERE status IN ('active', 'quarantined') AND expires_at > now() ORDER BY created_at LIMIT %s",
+            (count,),
+        )
         conn.execute(f"ALTER TABLE {DUE_TABLE} ADD PRIMARY KEY (id)")
         made = conn.execute(
             f"UPDATE memory_memoryrecord r SET expires_at = greatest(r.created_at + interval '1 microsecond', "
-            f"now() - interval '1 second') FROM {DUE_TABLE} d WHERE r.id = d.id").rowcount
+            f"now() - interval '1 second') FROM {DUE_TABLE} d WHERE r.id = d.id"
+        ).rowcount
         # The lexical index's copy of expires_at, as its trigger would have written it.
         (index,) = conn.execute("SELECT id FROM memory_searchindex WHERE kind = 'lexical' AND status = 'active'").fetchone()
-        conn.execute(f"UPDATE memory_search_lex_{index} x SET expires_at = r.expires_at FROM memory_memoryrecord r "
-                     f"JOIN {DUE_TABLE} d ON d.id = r.id WHERE x.record_id = r.id")
+        conn.execute(
+            f"UPDATE memory_search_lex_{index} x SET expires_at = r.expires_at FROM memory_memoryrecord r "
+            f"JOIN {DUE_TABLE} d ON d.id = r.id WHERE x.record_id = r.id"
+        )
         conn.commit()
     _vacuum(dsn)
     return made
@@ -74,13 +79,19 @@ def _check_and_restore(dsn: str, count: int, reason_actor: str) -> None:
         expired, rows, distinct = conn.execute(
             f"SELECT (SELECT count(*) FROM memory_memoryrecord r JOIN {DUE_TABLE} d USING (id) WHERE r.status = 'expired'), "
             f"count(*), count(DISTINCT h.id) FROM memory_historicalmemoryrecord h "
-            f"WHERE h.history_change_reason = 'job.expire' AND h.history_actor = %s", (reason_actor,)).fetchone()
+            f"WHERE h.history_change_reason = 'job.expire' AND h.history_actor = %s",
+            (reason_actor,),
+        ).fetchone()
         assert expired == rows == distinct == count, (expired, rows, distinct, count)
-        conn.execute("DELETE FROM memory_historicalmemoryrecord WHERE history_change_reason = 'job.expire' "
-                     "AND history_actor = %s", (reason_actor,))
+        conn.execute(
+            "DELETE FROM memory_historicalmemoryrecord WHERE history_change_reason = 'job.expire' AND history_actor = %s",
+            (reason_actor,),
+        )
         # Triggers on: the active ones go back into the search index.
-        conn.execute(f"UPDATE memory_memoryrecord r SET status = d.status, version = d.version, expires_at = d.expires_at "
-                     f"FROM {DUE_TABLE} d WHERE r.id = d.id")
+        conn.execute(
+            f"UPDATE memory_memoryrecord r SET status = d.status, version = d.version, expires_at = d.expires_at "
+            f"FROM {DUE_TABLE} d WHERE r.id = d.id"
+        )
         conn.commit()
 
 
@@ -100,8 +111,10 @@ def measure_expiry(dsn: str, count: int) -> dict:
     sweep_wal = _wal_position(dsn) - wal
     assert swept["status"] == "succeeded", swept
     sweep = job_seconds(swept)
-    print(f"expiry: index sweep {sweep:.1f} s for {swept['counts']['swept']:,} entries, {sweep_wal / 2**20:,.0f} MiB of WAL",
-          flush=True)
+    print(
+        f"expiry: index sweep {sweep:.1f} s for {swept['counts']['swept']:,} entries, {sweep_wal / 2**20:,.0f} MiB of WAL",
+        flush=True,
+    )
     _check_and_restore(dsn, count, "job:expire")
     _make_due(dsn, count)
     with psycopg.connect(dsn, autocommit=False) as conn:
@@ -117,8 +130,16 @@ def measure_expiry(dsn: str, count: int) -> dict:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DROP TABLE {DUE_TABLE}")
     _vacuum(dsn)
-    return {"count": count, "app": app, "floor": floor, "app_wal_mib": app_wal / 2**20, "floor_wal_mib": floor_wal / 2**20,
-            "sweep": sweep, "swept": swept["counts"]["swept"], "sweep_wal_mib": sweep_wal / 2**20}
+    return {
+        "count": count,
+        "app": app,
+        "floor": floor,
+        "app_wal_mib": app_wal / 2**20,
+        "floor_wal_mib": floor_wal / 2**20,
+        "sweep": sweep,
+        "swept": swept["counts"]["swept"],
+        "sweep_wal_mib": sweep_wal / 2**20,
+    }
 
 
 def _wal_position(dsn: str) -> int:

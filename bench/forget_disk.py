@@ -78,8 +78,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
     recreate(args.dsn)
-    os.environ.update(DATABASE_URL=args.dsn.replace("postgresql://", "postgres://"), LOG_LEVEL="WARNING",
-                      APP_VAR_DIR=tempfile.mkdtemp(prefix="gm-forget-disk-"), DJANGO_SETTINGS_MODULE="config.settings")
+    os.environ.update(
+        DATABASE_URL=args.dsn.replace("postgresql://", "postgres://"),
+        LOG_LEVEL="WARNING",
+        APP_VAR_DIR=tempfile.mkdtemp(prefix="gm-forget-disk-"),
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
     os.environ.pop("REDIS_URL", None)  # nothing here needs the broker
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import django
@@ -106,11 +110,28 @@ def main() -> int:
     actor = Actor.job("bench")
 
     def write(subject: str, content: str, key: str | None = None) -> None:
-        memory_write(credential=credential, idempotency_key=key, data={
-            "kind": "preference", "subject": subject, "purpose": "support", "content": content, "authority": "user",
-            "confidence": 0.9, "provenance": {"source_type": "user_turn", "uri": f"chat://bench/{uuid.uuid4().hex}",
-                                              "session_id": "s-1", "turn_id": "1", "tool": None, "source_version": None,
-                                              "observed_at": "2026-11-29T10:00:00Z", "contaminated": False}})
+        memory_write(
+            credential=credential,
+            idempotency_key=key,
+            data={
+                "kind": "preference",
+                "subject": subject,
+                "purpose": "support",
+                "content": content,
+                "authority": "user",
+                "confidence": 0.9,
+                "provenance": {
+                    "source_type": "user_turn",
+                    "uri": f"chat://bench/{uuid.uuid4().hex}",
+                    "session_id": "s-1",
+                    "turn_id": "1",
+                    "tool": None,
+                    "source_version": None,
+                    "observed_at": "2026-11-29T10:00:00Z",
+                    "contaminated": False,
+                },
+            },
+        )
 
     worker = Worker()
 
@@ -148,19 +169,41 @@ def main() -> int:
             cursor.execute("CHECKPOINT")
             files = schema_relation_files(cursor)
         blobs = [path.read_bytes() for path in files if path.exists()]
-        left = {name: sum(blob.count(needle.encode()) for blob in blobs)
-                for name, needle in (("content", secret), ("subject", who), ("control", control))}
+        left = {
+            name: sum(blob.count(needle.encode()) for blob in blobs)
+            for name, needle in (("content", secret), ("subject", who), ("control", control))
+        }
         receipt = PropagationReceipt.objects.get(forget_request=request, artifact="disk")
         completed = not pending_receipts(completed_before=timezone.now()).filter(pk=receipt.pk).exists()
         ok = left["content"] == left["subject"] == 0 and left["control"] > 0 and completed and lag < 1.0
         failures += not ok
-        print(json.dumps({"run": run + 1, "stats_reset": reset, "forget_to_disk_step_s": round(lag, 3),
-                          "disk_step_s": round(took, 2), "files_read": len(files), "canary_bytes_left": left,
-                          "tables_verified": job.counts.get("tables_verified"),
-                          "tables_pending": job.counts.get("tables_pending"), "receipt_completed": completed, "ok": ok}))
+        print(
+            json.dumps(
+                {
+                    "run": run + 1,
+                    "stats_reset": reset,
+                    "forget_to_disk_step_s": round(lag, 3),
+                    "disk_step_s": round(took, 2),
+                    "files_read": len(files),
+                    "canary_bytes_left": left,
+                    "tables_verified": job.counts.get("tables_verified"),
+                    "tables_pending": job.counts.get("tables_pending"),
+                    "receipt_completed": completed,
+                    "ok": ok,
+                }
+            )
+        )
     worker.stop()
-    print(json.dumps({"runs": args.runs, "failed": failures, "disk_step_s_median": round(sorted(durations)[len(durations) // 2], 2),
-                      "disk_step_s_max": round(max(durations), 2)}))
+    print(
+        json.dumps(
+            {
+                "runs": args.runs,
+                "failed": failures,
+                "disk_step_s_median": round(sorted(durations)[len(durations) // 2], 2),
+                "disk_step_s_max": round(max(durations), 2),
+            }
+        )
+    )
     return 1 if failures else 0
 
 

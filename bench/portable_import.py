@@ -25,9 +25,16 @@ NOTES = 1000
 
 
 def note(i: int, **meta) -> bytes:
-    fields = {"id": str(uuid.uuid4()), "kind": "preference", "subject": f"customer/c{i % 50}", "purpose": "support",
-              "authority": "user", "confidence": 0.8,
-              "provenance": {"source_type": "user_turn", "session_id": f"s-{i}", "turn_id": str(i)}, **meta}
+    fields = {
+        "id": str(uuid.uuid4()),
+        "kind": "preference",
+        "subject": f"customer/c{i % 50}",
+        "purpose": "support",
+        "authority": "user",
+        "confidence": 0.8,
+        "provenance": {"source_type": "user_turn", "session_id": f"s-{i}", "turn_id": str(i)},
+        **meta,
+    }
     return ("---\n" + yaml.safe_dump(fields, sort_keys=False) + "---\n" + f"Note number {i} of the bulk import.\n").encode()
 
 
@@ -41,7 +48,9 @@ MALFORMED = {
     "unknown-kind.md": note(9001, kind="gossip"),
     "confidence.md": note(9002, confidence=7),
     "edited.md": note(9003, content_hash="sha256:" + "0" * 64),
-    "orphan-summary.md": note(9004, authority="agent", derived_from=[str(uuid.uuid4())], provenance={"source_type": "agent_inference"}),
+    "orphan-summary.md": note(
+        9004, authority="agent", derived_from=[str(uuid.uuid4())], provenance={"source_type": "agent_inference"}
+    ),
 }
 
 
@@ -56,7 +65,11 @@ def main() -> None:
     if url:
         name = urlparse(url).path.lstrip("/")
         admin = {**env, "PGPASSWORD": urlparse(url).password or ""}
-        host, port, user = urlparse(url).hostname or "127.0.0.1", str(urlparse(url).port or 5432), urlparse(url).username or "postgres"
+        host, port, user = (
+            urlparse(url).hostname or "127.0.0.1",
+            str(urlparse(url).port or 5432),
+            urlparse(url).username or "postgres",
+        )
         subprocess.run(["dropdb", "--if-exists", "-h", host, "-p", port, "-U", user, name], env=admin, check=True)
         subprocess.run(["createdb", "-h", host, "-p", port, "-U", user, name], env=admin, check=True)
     manage(env, "migrate", "-v0")
@@ -82,8 +95,10 @@ def main() -> None:
         assert (counts["imported"], counts["already_imported"], counts["error"]) == (*expected, len(MALFORMED)), counts
     vendor = "postgresql" if url else "sqlite"
     for attempt, seconds, counts in runs:
-        print(f"{vendor}: {attempt} import of {NOTES} notes + {len(MALFORMED)} malformed: {seconds:.2f} s "
-              f"(imported {counts['imported']}, already imported {counts['already_imported']}, errors {counts['error']})")
+        print(
+            f"{vendor}: {attempt} import of {NOTES} notes + {len(MALFORMED)} malformed: {seconds:.2f} s "
+            f"(imported {counts['imported']}, already imported {counts['already_imported']}, errors {counts['error']})"
+        )
 
 
 if __name__ == "__main__":

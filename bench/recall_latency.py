@@ -67,8 +67,15 @@ def _seed_scope(cur, *, tenant_id: int, agent_id: int, kind_id: int, count: int,
             FROM generate_series(1, 8 + (g %% 33)) AS i
         ) AS c
         """,
-        {"tenant": tenant_id, "agent": agent_id, "kind": kind_id, "count": count, "subjects": SUBJECTS,
-         "purpose": purpose, "words": VOCABULARY},
+        {
+            "tenant": tenant_id,
+            "agent": agent_id,
+            "kind": kind_id,
+            "count": count,
+            "subjects": SUBJECTS,
+            "purpose": purpose,
+            "words": VOCABULARY,
+        },
     )
 
 
@@ -78,19 +85,31 @@ def seed(dsn: str, scope: int, others: int) -> dict:
         cur.execute("SET session_replication_role = replica")  # no triggers: the index is rebuilt after
         cur.execute("SELECT id FROM memory_memorykind WHERE name = 'episodic'")
         kind_id = cur.fetchone()[0]
-        cur.execute("SELECT t.id, a.id FROM memory_tenant t JOIN memory_agent a ON a.tenant_id = t.id "
-                    "WHERE t.slug = 'bench-recall' AND a.slug = 'agent-0'")
+        cur.execute(
+            "SELECT t.id, a.id FROM memory_tenant t JOIN memory_agent a ON a.tenant_id = t.id "
+            "WHERE t.slug = 'bench-recall' AND a.slug = 'agent-0'"
+        )
         tenant_id, agent_id = cur.fetchone()
         _seed_scope(cur, tenant_id=tenant_id, agent_id=agent_id, kind_id=kind_id, count=scope, purpose="support", seed=1)
         for n in range(OTHER_TENANTS):
-            cur.execute("INSERT INTO memory_tenant (slug, name, created_at) VALUES (%s, '', now()) RETURNING id",
-                        (f"bench-other-{n}",))
+            cur.execute(
+                "INSERT INTO memory_tenant (slug, name, created_at) VALUES (%s, '', now()) RETURNING id", (f"bench-other-{n}",)
+            )
             other_tenant = cur.fetchone()[0]
-            cur.execute("INSERT INTO memory_agent (tenant_id, slug, name, created_at) VALUES (%s, 'agent-0', '', now()) "
-                        "RETURNING id", (other_tenant,))
+            cur.execute(
+                "INSERT INTO memory_agent (tenant_id, slug, name, created_at) VALUES (%s, 'agent-0', '', now()) RETURNING id",
+                (other_tenant,),
+            )
             other_agent = cur.fetchone()[0]
-            _seed_scope(cur, tenant_id=other_tenant, agent_id=other_agent, kind_id=kind_id, count=others // OTHER_TENANTS,
-                        purpose="support", seed=n + 2)
+            _seed_scope(
+                cur,
+                tenant_id=other_tenant,
+                agent_id=other_agent,
+                kind_id=kind_id,
+                count=others // OTHER_TENANTS,
+                purpose="support",
+                seed=n + 2,
+            )
         conn.commit()
         cur.execute("SELECT count(*) FROM memory_memoryrecord")
         total = cur.fetchone()[0]
@@ -109,8 +128,14 @@ def prepare(dsn: str, scope: int, others: int) -> dict:
     manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0", "--purposes", "support")
     seeded = seed(dsn, scope, others)
     started = time.perf_counter()
-    out = subprocess.run([PY, "manage.py", "rebuild_index", "lexical-default", "--wait"], cwd=ROOT, env=app_env(dsn),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [PY, "manage.py", "rebuild_index", "lexical-default", "--wait"],
+        cwd=ROOT,
+        env=app_env(dsn),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     summary = json.loads(out.strip().splitlines()[-1])
     return {"seed": seeded, "rebuild_seconds": round(time.perf_counter() - started, 1), "index": summary}
 
@@ -123,7 +148,8 @@ def queries(dsn: str, n: int) -> dict[str, list[str]]:
         rows = conn.execute(
             "SELECT word, (SELECT count(*) FROM memory_memoryrecord r JOIN memory_tenant t ON t.id = r.tenant_id "
             "WHERE t.slug = 'bench-recall' AND r.content LIKE '%%' || word || '%%') FROM unnest(%s::text[]) AS word",
-            ([VOCABULARY[rank - 1] for rank in ranks],)).fetchall()
+            ([VOCABULARY[rank - 1] for rank in ranks],),
+        ).fetchall()
     frequency = {f"word of rank {rank}": count for rank, (_, count) in zip(ranks, rows, strict=True)}
     common = VOCABULARY[:20]
     rare = VOCABULARY[2000:]
@@ -167,8 +193,11 @@ def prepare_semantic(dsn: str) -> dict:
 
 
 def measure(dsn: str, n: int, *, hybrid: bool = False) -> dict:
-    token = manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0",
-                   "--purposes", "support").strip().splitlines()[-1]
+    token = (
+        manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0", "--purposes", "support")
+        .strip()
+        .splitlines()[-1]
+    )
     plan = queries(dsn, n)
     document_frequency = plan.pop("_df")
     if hybrid:  # each worker loads the model at its first recall, longer than gunicorn's default 30 s allows here
@@ -178,8 +207,9 @@ def measure(dsn: str, n: int, *, hybrid: bool = False) -> dict:
     try:
         warm = 0
         for _ in range(60):  # warm the workers (and their models) and the caches
-            _, payload, seconds = post_json(server.base + "/api/v1/recall/", token, {"query": "kaloma", "purpose": "support"},
-                                            timeout=300)
+            _, payload, seconds = post_json(
+                server.base + "/api/v1/recall/", token, {"query": "kaloma", "purpose": "support"}, timeout=300
+            )
             assert not hybrid or "semantic" in payload["items"][0]["score_parts"], payload
             warm = warm + 1 if seconds < 2 else 0
             if warm >= 10:
@@ -196,7 +226,8 @@ def measure(dsn: str, n: int, *, hybrid: bool = False) -> dict:
                     timings.append(seconds)
                     matched.append(len(payload["items"]))
                 results[f"{label}, {scope}-wide" if scope == "purpose" else f"{label}, subject-scoped"] = {
-                    "p50_ms": round(percentile(timings, 0.5) * 1000, 1), "p95_ms": round(percentile(timings, 0.95) * 1000, 1),
+                    "p50_ms": round(percentile(timings, 0.5) * 1000, 1),
+                    "p95_ms": round(percentile(timings, 0.95) * 1000, 1),
                     "items": round(sum(matched) / len(matched), 1),
                 }
     finally:

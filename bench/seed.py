@@ -38,8 +38,18 @@ RECORD_COLUMNS = (
 )
 
 
-def _insert_records(cur, *, tenant_id: int, agent_ids: list[int], count: int, subjects: int, subject_prefix: str,
-                    status_sql: str, kind_ids: list[int], seed: int) -> None:
+def _insert_records(
+    cur,
+    *,
+    tenant_id: int,
+    agent_ids: list[int],
+    count: int,
+    subjects: int,
+    subject_prefix: str,
+    status_sql: str,
+    kind_ids: list[int],
+    seed: int,
+) -> None:
     """One INSERT ... SELECT: content is 8-20 vocabulary words chosen from the row number."""
     cur.execute(
         f"""
@@ -61,8 +71,16 @@ def _insert_records(cur, *, tenant_id: int, agent_ids: list[int], count: int, su
             FROM generate_series(1, 8 + (g %% 13)) AS i
         ) AS c
         """,
-        {"tenant": tenant_id, "agents": agent_ids, "prefix": subject_prefix, "subjects": subjects, "kinds": kind_ids,
-         "count": count, "words": WORDS, "seed": seed},
+        {
+            "tenant": tenant_id,
+            "agents": agent_ids,
+            "prefix": subject_prefix,
+            "subjects": subjects,
+            "kinds": kind_ids,
+            "count": count,
+            "words": WORDS,
+            "seed": seed,
+        },
     )
 
 
@@ -95,25 +113,63 @@ def seed(dsn: str, scale: float = 1.0) -> dict:
 
         active_mostly = "CASE WHEN g %% 20 = 0 THEN 'quarantined' WHEN g %% 20 = 1 THEN 'superseded' ELSE 'active' END"
         tid, agents = tenant("bench-big", 5)
-        _insert_records(cur, tenant_id=tid, agent_ids=agents, count=big, subjects=2000, subject_prefix="customer/c",
-                        status_sql=active_mostly, kind_ids=reviewed, seed=1)
+        _insert_records(
+            cur,
+            tenant_id=tid,
+            agent_ids=agents,
+            count=big,
+            subjects=2000,
+            subject_prefix="customer/c",
+            status_sql=active_mostly,
+            kind_ids=reviewed,
+            seed=1,
+        )
         # FORGET_RUNS subjects of `forget` records each, one per repetition of the forget benchmark.
-        _insert_records(cur, tenant_id=tid, agent_ids=agents[:1], count=forget * FORGET_RUNS, subjects=FORGET_RUNS,
-                        subject_prefix="customer/forget-me-", status_sql="'active'", kind_ids=reviewed, seed=2)
+        _insert_records(
+            cur,
+            tenant_id=tid,
+            agent_ids=agents[:1],
+            count=forget * FORGET_RUNS,
+            subjects=FORGET_RUNS,
+            subject_prefix="customer/forget-me-",
+            status_sql="'active'",
+            kind_ids=reviewed,
+            seed=2,
+        )
         qid, qagents = tenant("bench-queue", 3)
-        _insert_records(cur, tenant_id=qid, agent_ids=qagents, count=queue, subjects=500, subject_prefix="lead/l",
-                        status_sql="'quarantined'", kind_ids=reviewed, seed=3)
+        _insert_records(
+            cur,
+            tenant_id=qid,
+            agent_ids=qagents,
+            count=queue,
+            subjects=500,
+            subject_prefix="lead/l",
+            status_sql="'quarantined'",
+            kind_ids=reviewed,
+            seed=3,
+        )
         for n in range(small_tenants):
             sid, sagents = tenant(f"bench-small-{n:03d}", 2)
-            _insert_records(cur, tenant_id=sid, agent_ids=sagents, count=per_small, subjects=200, subject_prefix="customer/s",
-                            status_sql=active_mostly, kind_ids=reviewed, seed=10 + n)
-        cur.execute("UPDATE memory_memoryrecord SET trust = 'untrusted', quarantine_reason = 'bench' WHERE status = 'quarantined'")
+            _insert_records(
+                cur,
+                tenant_id=sid,
+                agent_ids=sagents,
+                count=per_small,
+                subjects=200,
+                subject_prefix="customer/s",
+                status_sql=active_mostly,
+                kind_ids=reviewed,
+                seed=10 + n,
+            )
+        cur.execute(
+            "UPDATE memory_memoryrecord SET trust = 'untrusted', quarantine_reason = 'bench' WHERE status = 'quarantined'"
+        )
         # One creation history row per record, as the write service leaves.
         cur.execute(
             f"""
-            INSERT INTO memory_historicalmemoryrecord ({RECORD_COLUMNS.replace(', last_used_at', '')}, history_date,
+            INSERT INTO memory_historicalmemoryrecord ({RECORD_COLUMNS.replace(", last_used_at", "")}, history_date,
                 history_change_reason, history_type, history_user_id, history_actor, history_note)
-            SELECT {RECORD_COLUMNS.replace(', last_used_at', '')}, created_at, 'write.' || status, '+', NULL, 'bench:seed', ''
+            SELECT {RECORD_COLUMNS.replace(", last_used_at", "")}, created_at, 'write.' || status, '+', NULL, 'bench:seed', ''
             FROM memory_memoryrecord
             """
         )

@@ -60,8 +60,11 @@ class Launcher:
                 break
             # `exec`: the shell expands ${VARS} and is replaced, so the pid is the process itself.
             process = subprocess.Popen(
-                ["/bin/sh", "-c", f"exec {command}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                ["/bin/sh", "-c", f"exec {command}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
             self.processes[name] = process
             relay = threading.Thread(target=self.relay, args=(name, process), daemon=True)
@@ -78,8 +81,9 @@ class Launcher:
     def request_stop(self, signum: int, frame=None) -> None:
         if self.stop_requested is None:
             self.stop_requested = signal.Signals(signum).name
-            self.say("system", f"{self.stop_requested} received: stopping (up to {self.stop_timeout:g} s; "
-                               "Ctrl-C again to kill now)")
+            self.say(
+                "system", f"{self.stop_requested} received: stopping (up to {self.stop_timeout:g} s; Ctrl-C again to kill now)"
+            )
             self.terminate_all()
         elif signum == signal.SIGINT:
             self.hurry = True
@@ -118,8 +122,12 @@ class Launcher:
             if deadline is not None and (time.monotonic() > deadline or self.hurry):
                 for name, process in self.processes.items():
                     if process.poll() is None:
-                        self.say("system", f"{name} killing it" if self.hurry else
-                                 f"{name} did not stop within {self.stop_timeout:g} s: killing it")
+                        self.say(
+                            "system",
+                            f"{name} killing it"
+                            if self.hurry
+                            else f"{name} did not stop within {self.stop_timeout:g} s: killing it",
+                        )
                         with contextlib.suppress(ProcessLookupError):
                             os.killpg(process.pid, signal.SIGKILL)
                 clean = False

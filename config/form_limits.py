@@ -31,9 +31,14 @@ class FormLimitMiddleware:
         try:
             request.POST  # noqa: B018 - parsed once, here; the CSRF check and the view reuse it
         except TooManyFieldsSent:
-            status, message = 400, (f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; each "
-                                    "memory selected for a bulk decision sends two. Select fewer at a time (a page "
-                                    "of the queue) and try again.")
+            status, message = (
+                400,
+                (
+                    f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields; each "
+                    "memory selected for a bulk decision sends two. Select fewer at a time (a page "
+                    "of the queue) and try again."
+                ),
+            )
         except TooManyFilesSent:
             status, message = 400, f"The form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files."
         except RequestDataTooBig:
@@ -42,8 +47,10 @@ class FormLimitMiddleware:
             return None  # the client went away mid-body: the CSRF check refuses the post, as before
         else:
             return None
-        logger.warning("form over the upload limits", extra={"event": "form_limit", "method": request.method,
-                                                              "path": request.path, "status": status})
+        logger.warning(
+            "form over the upload limits",
+            extra={"event": "form_limit", "method": request.method, "path": request.path, "status": status},
+        )
         back = request.headers.get("Referer")
         if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
             back = None

@@ -43,8 +43,10 @@ def client_ip(request: HttpRequest) -> str | None:
 
 
 def lockout_message(minutes: int) -> str:
-    return (f"Too many failed log-ins for this account or from this address. Logging in is paused for {minutes} "
-            f"minute{'s' if minutes != 1 else ''} after the last attempt; try again then, or ask an admin to lift it.")
+    return (
+        f"Too many failed log-ins for this account or from this address. Logging in is paused for {minutes} "
+        f"minute{'s' if minutes != 1 else ''} after the last attempt; try again then, or ask an admin to lift it."
+    )
 
 
 def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None, credentials=None) -> HttpResponse:

@@ -29,8 +29,13 @@ class RequestLogMiddleware:
         logger.info(
             "request",
             extra={
-                "event": "request", "request_id": request_id, "method": request.method, "path": request.path,
-                "status": response.status_code, "duration_ms": duration_ms, "actor": _actor_label(request),
+                "event": "request",
+                "request_id": request_id,
+                "method": request.method,
+                "path": request.path,
+                "status": response.status_code,
+                "duration_ms": duration_ms,
+                "actor": _actor_label(request),
             },
         )
         return response

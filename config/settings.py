@@ -38,8 +38,13 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 if PRODUCTION:
     # The rule Django's deploy check applies to a key (security.W009), refused at start instead.
-    if (not SECRET_KEY or SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
-            or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS or SECRET_KEY.startswith(SECRET_KEY_INSECURE_PREFIX)):
+    if (
+        not SECRET_KEY
+        or SECRET_KEY == _DEV_SECRET
+        or len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
+        or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+        or SECRET_KEY.startswith(SECRET_KEY_INSECURE_PREFIX)
+    ):
         raise ImproperlyConfigured(
             f"APP_ENV=production needs SECRET_KEY set to a random value of {SECRET_KEY_MIN_LENGTH}+ characters, e.g. "
             "python -c 'import secrets; print(secrets.token_urlsafe(50))'."
@@ -286,7 +291,9 @@ MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
 MEMORY_LAST_USED_FLUSH_SECONDS = env_float("MEMORY_LAST_USED_FLUSH_SECONDS", 2)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
-FORGET_FINGERPRINT_KEY = env_str("FORGET_FINGERPRINT_KEY", "")  # HMAC key of forgotten subjects (memory.fingerprints); empty = derived from SECRET_KEY
+FORGET_FINGERPRINT_KEY = env_str(
+    "FORGET_FINGERPRINT_KEY", ""
+)  # HMAC key of forgotten subjects (memory.fingerprints); empty = derived from SECRET_KEY
 # Forget ledger (governance.portability.ledger): append-only, outside the database and its backups; fingerprints only.
 FORGET_LEDGER_PATH = env_str("FORGET_LEDGER_PATH", str(VAR_DIR / "forget-ledger.jsonl"))
 # Without pg_repack, the disk_rewrite job runs plain VACUUM; True runs VACUUM FULL instead (locks each table meanwhile).
@@ -369,8 +376,10 @@ HEALTH_STARTUP_GRACE_SECONDS = env_float("HEALTH_STARTUP_GRACE_SECONDS", 180)
 
 # --- email: queue alerts and the daily digest to reviewers (governance.alerts) ---
 # The console backend in development (mails are printed); SMTP from the environment in production.
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION
-                        else "django.core.mail.backends.console.EmailBackend")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if PRODUCTION else "django.core.mail.backends.console.EmailBackend",
+)
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

@@ -24,18 +24,26 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # The reviewer's own pages (the admin keeps Django's under registration/ for /admin/password_change/).
-    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(template_name="account/password_change.html"),
-         name="password_change"),
-    path("accounts/password_change/done/",
-         auth_views.PasswordChangeDoneView.as_view(template_name="account/password_change_done.html"),
-         name="password_change_done"),
+    path(
+        "accounts/password_change/",
+        auth_views.PasswordChangeView.as_view(template_name="account/password_change.html"),
+        name="password_change",
+    ),
+    path(
+        "accounts/password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(template_name="account/password_change_done.html"),
+        name="password_change_done",
+    ),
     path("api/v1/", include("memory.api.urls")),
     path("api/v1/", include("governance.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI with its start-up script as a file of its own (no inline script), and `data:`
     # images for its icons, under the site's Content-Security-Policy.
-    path("api/docs/", csp_update({"img-src": ["data:"]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
-         name="api-docs"),
+    path(
+        "api/docs/",
+        csp_update({"img-src": ["data:"]})(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     # Last of the API routes: any other /api/ URL is a problem+json 404, not an HTML page.
     re_path(r"^api/", api_not_found),
     path("review/", include("governance.review.urls")),

@@ -31,15 +31,37 @@ class PropagationReceiptInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(ForgetRequest)
 class ForgetRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "tenant", "subject", "status", "affected", "lineage_affected", "requested_by", "requested_at", "completed_at"]
+    list_display = [
+        "id",
+        "tenant",
+        "subject",
+        "status",
+        "affected",
+        "lineage_affected",
+        "requested_by",
+        "requested_at",
+        "completed_at",
+    ]
     list_filter = ["status", "tenant"]
     search_fields = ["=id", "subject", "requested_by"]
     list_select_related = ["tenant"]
     date_hierarchy = "requested_at"
     # `records` (possibly thousands of ids) is left out; `affected` counts them.
-    fields = ["id", "tenant", "subject", "reason", "requested_by", "requested_by_user", "requested_by_agent",
-              "requested_by_credential", "status", "affected",
-              "lineage_affected", "requested_at", "completed_at"]
+    fields = [
+        "id",
+        "tenant",
+        "subject",
+        "reason",
+        "requested_by",
+        "requested_by_user",
+        "requested_by_agent",
+        "requested_by_credential",
+        "status",
+        "affected",
+        "lineage_affected",
+        "requested_at",
+        "completed_at",
+    ]
     readonly_fields = fields
     inlines = [PropagationReceiptInline]
 
@@ -79,8 +101,21 @@ class DedupProposalDropInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(DedupProposal)
 class DedupProposalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "tenant", "agent", "purpose", "subject", "kind", "category", "method", "similarity", "status",
-                    "created_at", "decided_at", "decided_by"]
+    list_display = [
+        "id",
+        "tenant",
+        "agent",
+        "purpose",
+        "subject",
+        "kind",
+        "category",
+        "method",
+        "similarity",
+        "status",
+        "created_at",
+        "decided_at",
+        "decided_by",
+    ]
     list_filter = ["status", "category", "method", "tenant", "kind"]
     search_fields = ["=id", "subject", "purpose"]
     list_select_related = ["tenant", "agent__tenant", "kind", "decided_by"]
@@ -113,9 +148,16 @@ class GoldenQuestionAdminForm(forms.ModelForm):
             return data
         if agent.tenant_id != tenant.pk:
             self.add_error("agent", "No such agent in this tenant.")
-        elif "expected" in data and (errors := expected_record_errors(
-                actor=self.actor, tenant=tenant, agent=agent, purpose=data.get("purpose", ""),
-                subject=data.get("subject", ""), record_ids=[record.pk for record in data["expected"]])):
+        elif "expected" in data and (
+            errors := expected_record_errors(
+                actor=self.actor,
+                tenant=tenant,
+                agent=agent,
+                purpose=data.get("purpose", ""),
+                subject=data.get("subject", ""),
+                record_ids=[record.pk for record in data["expected"]],
+            )
+        ):
             self.add_error("expected", errors)
         return data
 
@@ -143,8 +185,19 @@ class GoldenQuestionAdmin(admin.ModelAdmin):
 
 @admin.register(GoldenRun)
 class GoldenRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "tenant", "index", "index_active", "trigger", "hit_at_k", "mrr", "questions", "stale",
-                    "started_at", "requested_by"]
+    list_display = [
+        "id",
+        "tenant",
+        "index",
+        "index_active",
+        "trigger",
+        "hit_at_k",
+        "mrr",
+        "questions",
+        "stale",
+        "started_at",
+        "requested_by",
+    ]
     list_filter = ["trigger", "index_active", "tenant"]
     search_fields = ["=id", "index"]
     list_select_related = ["tenant"]

@@ -69,8 +69,9 @@ def _axis(scale: Scale, *, left: int, top: int, plot_h: int, plot_w: int, unit: 
     for value in scale.ticks:
         y = top + plot_h - plot_h * value / scale.top
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
-                     f'{scale.label(value)}{escape(unit)}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{scale.label(value)}{escape(unit)}</text>'
+        )
     return parts
 
 
@@ -121,12 +122,17 @@ def _y_title(title: str, *, top: int, plot_h: int) -> list[str]:
     if not title:
         return []
     x, y = 14, top + plot_h / 2
-    return [(f'<text class="axis-title" x="{x}" y="{y:.1f}" transform="rotate(-90 {x} {y:.1f})" '
-             f'text-anchor="middle" font-size="12">{escape(title)}</text>')]
+    return [
+        (
+            f'<text class="axis-title" x="{x}" y="{y:.1f}" transform="rotate(-90 {x} {y:.1f})" '
+            f'text-anchor="middle" font-size="12">{escape(title)}</text>'
+        )
+    ]
 
 
-def _layout(series: list[Series], *, width: int, height: int, labels: list[str], every: int
-            ) -> tuple[int, int, int, int, list, int, float, bool]:
+def _layout(
+    series: list[Series], *, width: int, height: int, labels: list[str], every: int
+) -> tuple[int, int, int, int, list, int, float, bool]:
     """left, top, plot width, plot height, legend rows, total height (grown by extra legend rows
     and a second row of x labels), the width of one label's slot, and whether the x labels
     alternate between two rows (when neighbours would touch, e.g. kind names on a narrow chart)."""
@@ -136,8 +142,7 @@ def _layout(series: list[Series], *, width: int, height: int, labels: list[str],
     stagger = max((len(label) for label in labels), default=0) * LABEL_CHAR_W > slot * every - 6
     rows = _legend_rows(series, width=width, left=left)
     extra = LABEL_ROW if stagger else 0
-    return (left, top, plot_w, height - top - bottom, rows, height + (len(rows) - 1) * LEGEND_ROW + extra,
-            slot, stagger)
+    return (left, top, plot_w, height - top - bottom, rows, height + (len(rows) - 1) * LEGEND_ROW + extra, slot, stagger)
 
 
 def _x_labels(labels: list[str], *, left: int, slot: float, y: int, every: int, stagger: bool = False) -> list[str]:
@@ -145,16 +150,30 @@ def _x_labels(labels: list[str], *, left: int, slot: float, y: int, every: int, 
     staggered: every other one a row lower."""
     last = len(labels) - 1
     shown = [i for i in range(len(labels)) if (last - i) % every == 0]
-    return [f'<text x="{left + i * slot + slot / 2:.1f}" y="{y + (LABEL_ROW if stagger and n % 2 else 0)}" '
-            f'text-anchor="middle" font-size="11">{escape(labels[i])}</text>' for n, i in enumerate(shown)]
+    return [
+        f'<text x="{left + i * slot + slot / 2:.1f}" y="{y + (LABEL_ROW if stagger and n % 2 else 0)}" '
+        f'text-anchor="middle" font-size="11">{escape(labels[i])}</text>'
+        for n, i in enumerate(shown)
+    ]
 
 
-def grouped_bars(labels: list[str], series: list[Series], *, title: str, unit: str = "", width: int = 720,
-                 height: int = 260, label_every: int = 1, whole: bool = False, y_title: str = "") -> SafeString:
+def grouped_bars(
+    labels: list[str],
+    series: list[Series],
+    *,
+    title: str,
+    unit: str = "",
+    width: int = 720,
+    height: int = 260,
+    label_every: int = 1,
+    whole: bool = False,
+    y_title: str = "",
+) -> SafeString:
     """Bars per label, one bar per series side by side, the group centred on its label. `whole`:
     the values are counts."""
-    left, top, plot_w, plot_h, legend, height, slot, stagger = _layout(series, width=width, height=height,
-                                                                      labels=labels, every=label_every)
+    left, top, plot_w, plot_h, legend, height, slot, stagger = _layout(
+        series, width=width, height=height, labels=labels, every=label_every
+    )
     scale = Scale.covering(max([v for s in series for v in s.values] + [0]), whole=whole)
     body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit=unit)
     body += _y_title(y_title, top=top, plot_h=plot_h)
@@ -174,12 +193,12 @@ def grouped_bars(labels: list[str], series: list[Series], *, title: str, unit: s
     return _frame(width, height, title, body)
 
 
-def stacked_bars(labels: list[str], series: list[Series], *, title: str, width: int = 720, height: int = 260,
-                 y_title: str = "") -> SafeString:
+def stacked_bars(
+    labels: list[str], series: list[Series], *, title: str, width: int = 720, height: int = 260, y_title: str = ""
+) -> SafeString:
     """One bar per label, stacked by series (e.g. active memory per kind, stacked by age bucket);
     the values are counts."""
-    left, top, plot_w, plot_h, legend, height, slot, stagger = _layout(series, width=width, height=height,
-                                                                      labels=labels, every=1)
+    left, top, plot_w, plot_h, legend, height, slot, stagger = _layout(series, width=width, height=height, labels=labels, every=1)
     totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
     scale = Scale.covering(max([*totals, 0]), whole=True)
     body = _axis(scale, left=left, top=top, plot_h=plot_h, plot_w=plot_w, unit="")
@@ -199,8 +218,17 @@ def stacked_bars(labels: list[str], series: list[Series], *, title: str, width: 
     return _frame(width, height, title, body)
 
 
-def points(labels: list[str], values: list[float], *, title: str, unit: str = "", width: int = 720,
-           height: int = 240, y_title: str = "", x_title: str = "") -> SafeString:
+def points(
+    labels: list[str],
+    values: list[float],
+    *,
+    title: str,
+    unit: str = "",
+    width: int = 720,
+    height: int = 240,
+    y_title: str = "",
+    x_title: str = "",
+) -> SafeString:
     """A dot per observation in time order, joined by a line (e.g. forget propagation lag), each in
     the middle of its share of the width (one observation: in the middle, not on the y axis). Under
     them their labels (a day each), a label only where it changes and at most X_LABELS of them, and
@@ -216,8 +244,10 @@ def points(labels: list[str], values: list[float], *, title: str, unit: str = ""
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         body.append(f'<polyline points="{path}" fill="none" stroke="{PALETTE[0]}" stroke-width="1.5"/>')
     for (x, y), label, value in zip(coords, labels, values, strict=True):
-        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{PALETTE[1]}"><title>{escape(label)}: '
-                    f'{_fmt(value)}{escape(unit)}</title></circle>')
+        body.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{PALETTE[1]}"><title>{escape(label)}: '
+            f"{_fmt(value)}{escape(unit)}</title></circle>"
+        )
     # A label where the day changes, thinned so that labels keep at least a label's width apart.
     changes = [i for i, label in enumerate(labels) if i == 0 or label != labels[i - 1]]
     gap = max(plot_w / X_LABELS, max((len(label) for label in labels), default=0) * LABEL_CHAR_W + 10)
@@ -226,12 +256,17 @@ def points(labels: list[str], values: list[float], *, title: str, unit: str = ""
         if not shown or (i - shown[-1]) * slot >= gap:
             shown.append(i)
     for i in shown:
-        body.append(f'<text x="{left + (i + 0.5) * slot:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
-                    f'font-size="11">{escape(labels[i])}</text>')
+        body.append(
+            f'<text x="{left + (i + 0.5) * slot:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
+            f'font-size="11">{escape(labels[i])}</text>'
+        )
     if x_title:
-        body.append(f'<text class="axis-title" x="{left + plot_w / 2:.1f}" y="{top + plot_h + 38}" '
-                    f'text-anchor="middle" font-size="12">{escape(x_title)}</text>')
+        body.append(
+            f'<text class="axis-title" x="{left + plot_w / 2:.1f}" y="{top + plot_h + 38}" '
+            f'text-anchor="middle" font-size="12">{escape(x_title)}</text>'
+        )
     if not values:
-        body.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-                    f'font-size="13">No data yet</text>')
+        body.append(
+            f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" text-anchor="middle" font-size="13">No data yet</text>'
+        )
     return _frame(width, height, title, body)

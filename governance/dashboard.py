@@ -34,8 +34,14 @@ from memory.actors import Actor
 from memory.models import Status
 from memory.selectors import records_in_scope
 
-AGE_BUCKETS: list[tuple[str, int | None]] = [("< 7 d", 7), ("7–30 d", 30), ("30–90 d", 90), ("90–180 d", 180),
-                                             ("180–365 d", 365), ("> 1 y", None)]
+AGE_BUCKETS: list[tuple[str, int | None]] = [
+    ("< 7 d", 7),
+    ("7–30 d", 30),
+    ("30–90 d", 90),
+    ("90–180 d", 180),
+    ("180–365 d", 365),
+    ("> 1 y", None),
+]
 ON_SCHEDULE_GRACE = timedelta(minutes=5)
 CACHE_SECONDS = 60
 CHART_LAGS = 500  # forget requests shown on the lag chart: the newest
@@ -87,7 +93,7 @@ def percentiles(queryset: QuerySet, duration: Expression, fractions: tuple[float
             results.append(None)
             continue
         rank = (n - 1) * q
-        around = list(ordered.values_list("value", flat=True)[math.floor(rank):math.floor(rank) + 2])
+        around = list(ordered.values_list("value", flat=True)[math.floor(rank) : math.floor(rank) + 2])
         low, high = around[0], around[-1]
         results.append(low + (high - low) * (rank - math.floor(rank)))
     return results
@@ -111,25 +117,39 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
         total=Count("pk"),
         attributed=Count("pk", filter=~Q(source_type="")),
         expired=Count("pk", filter=Q(status=Status.EXPIRED)),
-        expired_on_time=Count("pk", filter=Q(status=Status.EXPIRED) & Q(
-            status_changed_at__lte=ExpressionWrapper(F("expires_at") + Value(ON_SCHEDULE_GRACE), output_field=DateTimeField()))),
+        expired_on_time=Count(
+            "pk",
+            filter=Q(status=Status.EXPIRED)
+            & Q(
+                status_changed_at__lte=ExpressionWrapper(F("expires_at") + Value(ON_SCHEDULE_GRACE), output_field=DateTimeField())
+            ),
+        ),
     )
 
     # Age distribution of active memory per kind: one grouped scan.
     bucket = Case(
         *[When(created_at__gt=now - timedelta(days=upper), then=Value(i)) for i, (_, upper) in enumerate(AGE_BUCKETS) if upper],
-        default=Value(len(AGE_BUCKETS) - 1), output_field=IntegerField(),
+        default=Value(len(AGE_BUCKETS) - 1),
+        output_field=IntegerField(),
     )
     age_by_kind: dict[str, list[int]] = {}
-    for row in (records.filter(status=Status.ACTIVE).annotate(bucket=bucket).values("kind__name", "bucket")
-                .annotate(n=Count("pk")).order_by()):
+    for row in (
+        records.filter(status=Status.ACTIVE)
+        .annotate(bucket=bucket)
+        .values("kind__name", "bucket")
+        .annotate(n=Count("pk"))
+        .order_by()
+    ):
         age_by_kind.setdefault(row["kind__name"], [0] * len(AGE_BUCKETS))[row["bucket"]] += row["n"]
 
     since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
     per_day = {
         row["day"]: (row["writes"], row["quarantined"])
-        for row in records.filter(created_at__gte=since).annotate(day=TruncDate("created_at")).values("day")
-        .annotate(writes=Count("pk"), quarantined=Count("pk", filter=~Q(quarantine_reason=""))).order_by()
+        for row in records.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(writes=Count("pk"), quarantined=Count("pk", filter=~Q(quarantine_reason="")))
+        .order_by()
     }
     writes_per_day = []
     for i in range(days):
@@ -137,8 +157,9 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
         writes, quarantined = per_day.get(day, (0, 0))
         writes_per_day.append((day.isoformat(), writes, quarantined))
 
-    completed = actor.in_tenants(ForgetRequest.objects.filter(
-        status=ForgetRequest.Status.COMPLETED, requested_at__gte=now - timedelta(days=90)))
+    completed = actor.in_tenants(
+        ForgetRequest.objects.filter(status=ForgetRequest.Status.COMPLETED, requested_at__gte=now - timedelta(days=90))
+    )
     lag = F("completed_at") - F("requested_at")
     p50, p95 = percentiles(completed, lag, (0.5, 0.95))
     # The chart shows the newest requests; the percentiles above cover every one of the 90 days.
@@ -151,14 +172,21 @@ def _compute(actor: Actor, *, now: datetime, days: int) -> Dashboard:
     queues = queue_stats(actor, now=now)
     last_jobs = last_job_runs()
     return Dashboard(
-        generated_at=now, total_records=totals["total"],
+        generated_at=now,
+        total_records=totals["total"],
         attributed_share=(totals["attributed"] / totals["total"]) if totals["total"] else None,
         median_active_age=median_age,
         queues=queues,
-        propagation_lag_p50=p50, propagation_lag_p95=p95,
+        propagation_lag_p50=p50,
+        propagation_lag_p95=p95,
         expired_on_schedule_share=(totals["expired_on_time"] / totals["expired"]) if totals["expired"] else None,
-        expired_total=totals["expired"], regret_rate=regret.rate, accepted_proposals=regret.accepted,
+        expired_total=totals["expired"],
+        regret_rate=regret.rate,
+        accepted_proposals=regret.accepted,
         rolled_back_proposals=regret.rolled_back,
-        last_jobs=last_jobs, writes_per_day=writes_per_day, age_by_kind=age_by_kind, propagation_lags=lags,
+        last_jobs=last_jobs,
+        writes_per_day=writes_per_day,
+        age_by_kind=age_by_kind,
+        propagation_lags=lags,
         golden_trend=score_trend(actor, now=now),
     )

@@ -120,7 +120,8 @@ def scrub_rows(rows: QuerySet, *, blank: tuple[str, ...]) -> int:
     database computes, so it is worked out here once per distinct (tenant, subject): a handful per
     chunk."""
     plain = {
-        (tenant_id, subject) for tenant_id, subject in rows.order_by().values_list("tenant_id", "subject").distinct()
+        (tenant_id, subject)
+        for tenant_id, subject in rows.order_by().values_list("tenant_id", "subject").distinct()
         if not is_subject_fingerprint(subject)
     }
     holding = Q(subject__in={subject for _, subject in plain})
@@ -129,8 +130,10 @@ def scrub_rows(rows: QuerySet, *, blank: tuple[str, ...]) -> int:
     changes: dict = {field: "" for field in blank}
     if plain:
         changes["subject"] = Case(
-            *[When(tenant_id=tenant_id, subject=subject, then=Value(subject_fingerprint(tenant_id, subject)))
-              for tenant_id, subject in sorted(plain)],
+            *[
+                When(tenant_id=tenant_id, subject=subject, then=Value(subject_fingerprint(tenant_id, subject)))
+                for tenant_id, subject in sorted(plain)
+            ],
             default=F("subject"),
         )
     return rows.filter(holding).update(**changes)
@@ -148,9 +151,11 @@ class RecordContentArtifact:
         forgotten = MemoryRecord.objects.filter(pk__in=record_id_set(record_ids), status=Status.FORGOTTEN)
         return scrub_rows(forgotten, blank=CONTENT_FIELDS), self._note
 
-    _note = ("Content, its sha256 (content_hash) and provenance strings (source URI, session, turn, tool, source "
-             "version) blanked on the forgotten records, derived ones included; subject replaced by its keyed "
-             "fingerprint; source type and times kept.")
+    _note = (
+        "Content, its sha256 (content_hash) and provenance strings (source URI, session, turn, tool, source "
+        "version) blanked on the forgotten records, derived ones included; subject replaced by its keyed "
+        "fingerprint; source type and times kept."
+    )
 
 
 class HistoryRowsArtifact:
@@ -172,8 +177,10 @@ class HistoryRowsArtifact:
         rows = _history_model().objects.filter(id__in=record_id_set(record_ids))
         return scrub_rows(rows, blank=(*CONTENT_FIELDS, "history_note")), self._note
 
-    _note = ("Content, its sha256, provenance strings and reviewer notes blanked in every historical row, subject "
-             "replaced by its keyed fingerprint; transition names, actors and times kept.")
+    _note = (
+        "Content, its sha256, provenance strings and reviewer notes blanked in every historical row, subject "
+        "replaced by its keyed fingerprint; transition names, actors and times kept."
+    )
 
 
 class IdempotencyKeysArtifact:
@@ -197,7 +204,10 @@ class CacheArtifact:
     covers = ()
 
     def purge(self, request, record_ids):
-        return 0, "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters and dashboard counts)."
+        return (
+            0,
+            "Nothing cached: no code caches records or recall results (the cache holds rate-limit counters and dashboard counts).",
+        )
 
 
 class DedupProposalsArtifact:
@@ -218,8 +228,10 @@ class DedupProposalsArtifact:
         )
         return scrub_rows(involved, blank=("decision_note",)), self._note
 
-    _note = ("Reviewer decision notes blanked on dedup proposals involving the records, subject replaced by its "
-             "keyed fingerprint; decisions kept.")
+    _note = (
+        "Reviewer decision notes blanked on dedup proposals involving the records, subject replaced by its "
+        "keyed fingerprint; decisions kept."
+    )
 
 
 FORGOTTEN_REPR = "forgotten memory"
@@ -274,16 +286,25 @@ class ForgetRequestSubjectArtifact:
         subject = ForgetRequest.objects.filter(pk=request.pk).values_list("subject", flat=True).get()
         fingerprint = subject_fingerprint(request.tenant_id, subject)
         ForgetTombstone.objects.get_or_create(
-            tenant_id=request.tenant_id, subject_fingerprint=fingerprint, defaults={"forgotten_at": request.requested_at},
+            tenant_id=request.tenant_id,
+            subject_fingerprint=fingerprint,
+            defaults={"forgotten_at": request.requested_at},
         )
         removed = ForgetRequest.objects.filter(pk=request.pk).exclude(subject=fingerprint).update(subject=fingerprint)
-        return removed, ("The request's subject replaced by its keyed fingerprint (as on the records and the tombstone); "
-                         "reason and counts kept.")
+        return removed, (
+            "The request's subject replaced by its keyed fingerprint (as on the records and the tombstone); "
+            "reason and counts kept."
+        )
 
 
 for _artifact in (
-    RecordContentArtifact(), HistoryRowsArtifact(), IdempotencyKeysArtifact(),
-    DedupProposalsArtifact(), CacheArtifact(), AdminLogArtifact(), ExternalBackupsArtifact(),
+    RecordContentArtifact(),
+    HistoryRowsArtifact(),
+    IdempotencyKeysArtifact(),
+    DedupProposalsArtifact(),
+    CacheArtifact(),
+    AdminLogArtifact(),
+    ExternalBackupsArtifact(),
     ForgetRequestSubjectArtifact(),
 ):
     register_artifact(_artifact)
@@ -330,8 +351,9 @@ class PropagationResult:
     completed: bool
 
 
-def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
-                             artifacts: Sequence[ForgetArtifact] | None = None) -> PropagationResult:
+def propagate_forget_request(
+    request: ForgetRequest, *, batch_size: int = 1000, artifacts: Sequence[ForgetArtifact] | None = None
+) -> PropagationResult:
     """Purge one forget request's records from every artifact, chunk by chunk, and complete it.
     Safe to repeat: a completed request is left as it is; a half-done one resumes."""
     artifacts = tuple(artifacts if artifacts is not None else _ARTIFACTS)
@@ -358,19 +380,30 @@ def propagate_forget_request(request: ForgetRequest, *, batch_size: int = 1000,
         last_id = record_ids[-1]
     with transaction.atomic():
         # The request row is locked so that two runs cannot both complete it (and count twice).
-        completed = ForgetRequest.objects.select_for_update().filter(
-            pk=request.pk, status=ForgetRequest.Status.PROPAGATING,
-        ).exists()
+        completed = (
+            ForgetRequest.objects.select_for_update()
+            .filter(
+                pk=request.pk,
+                status=ForgetRequest.Status.PROPAGATING,
+            )
+            .exists()
+        )
         if completed:
             for name, count in _purge_chunk(request, [], at_completion).items():
                 removed[name] += count
             ForgetRequest.objects.filter(pk=request.pk).update(
-                status=ForgetRequest.Status.COMPLETED, completed_at=timezone.now(),
+                status=ForgetRequest.Status.COMPLETED,
+                completed_at=timezone.now(),
             )
-    logger.info("forget request propagated", extra={
-        "forget_request_id": str(request.pk), "records": records, "removed": removed,
-        "duration_ms": round((time.monotonic() - started) * 1000, 1),
-    })
+    logger.info(
+        "forget request propagated",
+        extra={
+            "forget_request_id": str(request.pk),
+            "records": records,
+            "removed": removed,
+            "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        },
+    )
     return PropagationResult(request.pk, records, removed, completed)
 
 
@@ -393,12 +426,15 @@ def _purge_chunk(request: ForgetRequest, record_ids: list[uuid.UUID], artifacts:
             receipt.completed_at = None if getattr(artifact, "completes_later", False) else timezone.now()
             receipt.note = note[:500]
         PropagationReceipt.objects.bulk_create(new)
-        PropagationReceipt.objects.bulk_update([r for r in receipts.values() if r.artifact in removed],
-                                               ["removed", "completed_at", "note"])
+        PropagationReceipt.objects.bulk_update(
+            [r for r in receipts.values() if r.artifact in removed], ["removed", "completed_at", "note"]
+        )
     return removed
 
 
-def propagate_open_forget_requests(*, batch_size: int, now: datetime | None = None) -> Iterable[tuple[ForgetRequest, PropagationResult | Exception]]:
+def propagate_open_forget_requests(
+    *, batch_size: int, now: datetime | None = None
+) -> Iterable[tuple[ForgetRequest, PropagationResult | Exception]]:
     """Yield each open request (oldest first) with its result, or the exception that stopped it,
     so one failing request does not hold up the others."""
     open_requests = ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)

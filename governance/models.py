@@ -36,15 +36,23 @@ class ForgetRequest(models.Model):
     subject = models.CharField(max_length=SUBJECT_MAX_CHARS)
     reason = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
     requested_by = models.CharField(max_length=200, help_text="Actor label, for display only: agent:tenant/agent or user:name.")
-    requested_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     requested_by_agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     requested_by_credential = models.ForeignKey(
-        AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        AgentCredential,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The token that filed it: an agent reads its forget requests back through this key.",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROPAGATING)
     affected = models.PositiveIntegerField(default=0, help_text="Records forgotten by this request, lineage included.")
-    lineage_affected = models.PositiveIntegerField(default=0, help_text="Of which derived records (summaries) of the subject's records.")
+    lineage_affected = models.PositiveIntegerField(
+        default=0, help_text="Of which derived records (summaries) of the subject's records."
+    )
     records = models.ManyToManyField(MemoryRecord, related_name="forget_requests", blank=True)
     requested_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -77,7 +85,8 @@ class PropagationReceipt(models.Model):
     artifact = models.CharField(max_length=100)
     removed = models.PositiveIntegerField(default=0)
     completed_at = models.DateTimeField(
-        null=True, blank=True, help_text="Empty while the artifact's own job has yet to finish (the disk rewrite).")
+        null=True, blank=True, help_text="Empty while the artifact's own job has yet to finish (the disk rewrite)."
+    )
     note = models.CharField(max_length=NOTE_MAX_CHARS, blank=True)
 
     class Meta:
@@ -115,14 +124,18 @@ class PrunedRecord(models.Model):
     created_at = models.DateTimeField()
     status_changed_at = models.DateTimeField(help_text="When it entered that status.")
     active_from = models.DateTimeField(null=True, blank=True, help_text="First activation; null if never active.")
-    active_until = models.DateTimeField(null=True, blank=True,
-                                        help_text="When it left active (or expired, if earlier); null if never active.")
+    active_until = models.DateTimeField(
+        null=True, blank=True, help_text="When it left active (or expired, if earlier); null if never active."
+    )
     pruned_at = models.DateTimeField()
 
     class Meta:
         indexes = [
-            models.Index(fields=["tenant", "agent", "purpose", "active_from"], condition=Q(active_from__isnull=False),
-                         name="pruned_active_scope_idx"),
+            models.Index(
+                fields=["tenant", "agent", "purpose", "active_from"],
+                condition=Q(active_from__isnull=False),
+                name="pruned_active_scope_idx",
+            ),
             models.Index(fields=["pruned_at"], name="pruned_at_idx"),
         ]
 
@@ -180,7 +193,9 @@ class DedupProposal(models.Model):
     similarity = models.FloatField()
     keep = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="+")
     keep_version = models.PositiveIntegerField()
-    signature = models.CharField(max_length=64, help_text="sha256 of the member ids and versions: one proposal per state of a group.")
+    signature = models.CharField(
+        max_length=64, help_text="sha256 of the member ids and versions: one proposal per state of a group."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -206,6 +221,7 @@ class DedupProposalDrop(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["proposal", "record"], name="proposal_drop_unique")]
+
 
 from governance.alerts.models import Alert, AlertPolicy, DigestPreference  # noqa: E402,F401  (queue alerts, digests)
 from governance.golden.models import GoldenQuestion, GoldenRun  # noqa: E402,F401  (golden recall sets)

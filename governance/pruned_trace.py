@@ -51,12 +51,22 @@ def trace_pruned(records: Sequence[dict], *, now: datetime) -> int:
         if key not in fingerprints:
             fingerprints[key] = subject_fingerprint(*key)
         active_from, active_until = spans.get(record["id"], (None, None))
-        traces.append(PrunedRecord(
-            id=record["id"], tenant_id=record["tenant_id"], agent_id=record["agent_id"], kind_id=record["kind_id"],
-            purpose=record["purpose"], subject_fingerprint=fingerprints[key], status=record["status"],
-            created_at=record["created_at"], status_changed_at=record["status_changed_at"],
-            active_from=active_from, active_until=active_until, pruned_at=now,
-        ))
+        traces.append(
+            PrunedRecord(
+                id=record["id"],
+                tenant_id=record["tenant_id"],
+                agent_id=record["agent_id"],
+                kind_id=record["kind_id"],
+                purpose=record["purpose"],
+                subject_fingerprint=fingerprints[key],
+                status=record["status"],
+                created_at=record["created_at"],
+                status_changed_at=record["status_changed_at"],
+                active_from=active_from,
+                active_until=active_until,
+                pruned_at=now,
+            )
+        )
     updated = [field.name for field in PrunedRecord._meta.concrete_fields if not field.primary_key]
     PrunedRecord.objects.bulk_create(traces, update_conflicts=True, unique_fields=["id"], update_fields=updated)
     return len(traces)
@@ -67,8 +77,11 @@ def _active_spans(ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[datetime, d
     took it out of active the last time, or its `expires_at` then if that came first (recall stops
     returning a record at its expiry). A record revoked and promoted again gets one span covering
     both periods. Records never active have none."""
-    rows = (MemoryRecord.history.model.objects.filter(id__in=ids).order_by("id", "history_date", "history_id")
-            .values_list("id", "history_date", "status", "expires_at"))
+    rows = (
+        MemoryRecord.history.model.objects.filter(id__in=ids)
+        .order_by("id", "history_date", "history_id")
+        .values_list("id", "history_date", "status", "expires_at")
+    )
     by_record = defaultdict(list)
     for record_id, *row in rows:
         by_record[record_id].append(row)
@@ -98,11 +111,16 @@ class PrunedTraceReader:
         found = actor.in_tenants(PrunedRecord.objects.filter(pk=record_id)).values_list("id", "created_at", "pruned_at").first()
         return PrunedEntry(*found) if found else None
 
-    def active_at(self, *, agent: Agent, purpose: str, subject: str | None, kind_ids: list[int] | None,
-                  at: datetime) -> list[PrunedEntry]:
+    def active_at(
+        self, *, agent: Agent, purpose: str, subject: str | None, kind_ids: list[int] | None, at: datetime
+    ) -> list[PrunedEntry]:
         traces = PrunedRecord.objects.filter(
-            tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=purpose,
-            active_from__lte=at, active_until__gt=at, pruned_at__gt=at,
+            tenant_id=agent.tenant_id,
+            agent_id=agent.pk,
+            purpose=purpose,
+            active_from__lte=at,
+            active_until__gt=at,
+            pruned_at__gt=at,
         )
         if subject:
             traces = traces.filter(subject_fingerprint=subject_fingerprint(agent.tenant_id, subject))
@@ -116,8 +134,7 @@ class PrunedTraceReader:
         migration's record is missing (the trace's start is unknown)."""
         connection = connections[router.db_for_read(PrunedRecord)]
         app, name = TRACE_MIGRATION
-        began = (MigrationRecorder(connection).migration_qs.filter(app=app, name=name)
-                 .values_list("applied", flat=True).first())
+        began = MigrationRecorder(connection).migration_qs.filter(app=app, name=name).values_list("applied", flat=True).first()
         if began is None:
             return None
         return max(began, now - timedelta(days=settings.PRUNED_RECORD_TRACE_RETENTION_DAYS))
@@ -134,6 +151,8 @@ class PrunedTraceArtifact:
 
     def purge(self, request, record_ids):
         days = settings.PRUNED_RECORD_TRACE_RETENTION_DAYS
-        return 0, ("Nothing to remove: traces of pruned records keep ids, scope, status and times, and the subject "
-                   f"only as its keyed fingerprint; never content or provenance. They are deleted {days} days after "
-                   "pruning (PRUNED_RECORD_TRACE_RETENTION_DAYS).")
+        return 0, (
+            "Nothing to remove: traces of pruned records keep ids, scope, status and times, and the subject "
+            f"only as its keyed fingerprint; never content or provenance. They are deleted {days} days after "
+            "pruning (PRUNED_RECORD_TRACE_RETENTION_DAYS)."
+        )

@@ -19,10 +19,15 @@ class SearchIndexesArtifact:
 
     def purge(self, request, record_ids):
         indexes = list(SearchIndex.objects.filter(status__in=STORED_STATUSES).order_by("pk"))
-        removed = {index.name: purge_index_records(index, record_ids)
-                   for index in indexes if record_ids and storage.storage_exists(index.storage_name)}
+        removed = {
+            index.name: purge_index_records(index, record_ids)
+            for index in indexes
+            if record_ids and storage.storage_exists(index.storage_name)
+        }
         per_index = ", ".join(f"{name}: {count}" for name, count in removed.items()) or "none held"
         compacted = " FTS5 segments merged, so deleted words leave the file." if connection.vendor == "sqlite" else ""
-        note = (f"Entries (words, vectors) left every search index when the records stopped being active; "
-                f"left over now, per index: {per_index}.{compacted}")
+        note = (
+            f"Entries (words, vectors) left every search index when the records stopped being active; "
+            f"left over now, per index: {per_index}.{compacted}"
+        )
         return sum(removed.values()), note[:500]

@@ -50,22 +50,29 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
     with transaction.atomic():
         outcome = memory_forget_subject(tenant_id=tenant.pk, subject=subject, actor=actor, reason=reason or "")
         # The subject's records forgotten now or before, and the lineage forgotten now.
-        lineage_ids = outcome.record_ids[outcome.subject_count:]
+        lineage_ids = outcome.record_ids[outcome.subject_count :]
         linked = (
             records_about(records_in_scope(actor), tenant_id=tenant.pk, subject=subject)
-            .filter(status=Status.FORGOTTEN).order_by().values("pk")
+            .filter(status=Status.FORGOTTEN)
+            .order_by()
+            .values("pk")
             .union(MemoryRecord.objects.filter(pk__in=record_id_set(lineage_ids)).order_by().values("pk"))
         )
         request = ForgetRequest.objects.create(
-            tenant=tenant, subject=subject, reason=reason or "", requested_by=actor.label,
+            tenant=tenant,
+            subject=subject,
+            reason=reason or "",
+            requested_by=actor.label,
             requested_by_user=actor.user if actor.is_human else None,
             requested_by_agent=actor.credential.agent if actor.is_agent else None,
             requested_by_credential=actor.credential if actor.is_agent else None,
-            affected=len(outcome.record_ids), lineage_affected=outcome.lineage_count,
+            affected=len(outcome.record_ids),
+            lineage_affected=outcome.lineage_count,
         )
         _link_records(request, linked)
         ForgetTombstone.objects.get_or_create(
-            tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.pk, subject),
+            tenant=tenant,
+            subject_fingerprint=subject_fingerprint(tenant.pk, subject),
             defaults={"forgotten_at": timezone.now()},
         )
         transaction.on_commit(_propagate_soon)

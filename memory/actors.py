@@ -23,7 +23,10 @@ class Actor:
     def for_credential(cls, credential: "AgentCredential") -> "Actor":
         agent = credential.agent
         return cls(
-            kind="agent", label=f"agent:{agent.tenant.slug}/{agent.slug}", channel="agent", credential=credential,
+            kind="agent",
+            label=f"agent:{agent.tenant.slug}/{agent.slug}",
+            channel="agent",
+            credential=credential,
             tenant_ids=frozenset({agent.tenant_id}),
         )
 

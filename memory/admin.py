@@ -68,7 +68,16 @@ class _IssuedTokenAdmin(admin.ModelAdmin):
 
 @admin.register(AgentCredential)
 class AgentCredentialAdmin(_IssuedTokenAdmin):
-    list_display = ["__str__", "agent", "purposes", "can_assert_operator", "can_forget", "can_confirm", "created_at", "revoked_at"]
+    list_display = [
+        "__str__",
+        "agent",
+        "purposes",
+        "can_assert_operator",
+        "can_forget",
+        "can_confirm",
+        "created_at",
+        "revoked_at",
+    ]
     list_filter = ["can_assert_operator", "can_forget", "can_confirm", "agent__tenant"]
     search_fields = ["agent__slug", "agent__tenant__slug", "label", "token_hint"]
     list_select_related = ["agent__tenant"]
@@ -125,7 +134,20 @@ class MemoryKindAdmin(SimpleHistoryAdmin):
 
 @admin.register(MemoryRecord)
 class MemoryRecordAdmin(SimpleHistoryAdmin):
-    list_display = ["id", "tenant", "agent", "kind", "subject", "purpose", "status", "authority", "trust", "version", "created_at", "expires_at"]
+    list_display = [
+        "id",
+        "tenant",
+        "agent",
+        "kind",
+        "subject",
+        "purpose",
+        "status",
+        "authority",
+        "trust",
+        "version",
+        "created_at",
+        "expires_at",
+    ]
     list_filter = ["status", "kind", "authority", "trust", "source_type", "contaminated", "tenant"]
     search_fields = ["=id", "subject", "purpose", "agent__slug", "tenant__slug"]
     date_hierarchy = "created_at"
@@ -133,8 +155,36 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
     actions = ["promote", "reject", "retire"]
     fieldsets = [
         ("Scope", {"fields": ["tenant", "agent", "subject", "purpose", "kind"]}),
-        ("Claim", {"fields": ["shown_content", "content_hash", "authority", "trust", "confidence", "quarantine_reason", "reviewed_by", "reviewed_at"]}),
-        ("Provenance", {"fields": ["source_type", "source_uri", "session_id", "turn_id", "tool", "source_version", "observed_at", "contaminated"]}),
+        (
+            "Claim",
+            {
+                "fields": [
+                    "shown_content",
+                    "content_hash",
+                    "authority",
+                    "trust",
+                    "confidence",
+                    "quarantine_reason",
+                    "reviewed_by",
+                    "reviewed_at",
+                ]
+            },
+        ),
+        (
+            "Provenance",
+            {
+                "fields": [
+                    "source_type",
+                    "source_uri",
+                    "session_id",
+                    "turn_id",
+                    "tool",
+                    "source_version",
+                    "observed_at",
+                    "contaminated",
+                ]
+            },
+        ),
         ("Time", {"fields": ["created_at", "valid_from", "valid_to", "confirmed_at", "expires_at", "last_used_at"]}),
         ("Lifecycle", {"fields": ["status", "status_changed_at", "version", "corrects"]}),
     ]

@@ -69,14 +69,19 @@ class MemoryKindForm(forms.ModelForm):
 
     default_ttl = DaysField(label="Default TTL (days)", help_text=MemoryKind._meta.get_field("default_ttl").help_text)
     max_ttl = DaysField(label="Maximum TTL (days)", help_text=MemoryKind._meta.get_field("max_ttl").help_text)
-    review_interval = DaysField(label="Review interval (days)", required=False,
-                                help_text="Active records unconfirmed for longer go to the drift queue; empty: never.")
+    review_interval = DaysField(
+        label="Review interval (days)",
+        required=False,
+        help_text="Active records unconfirmed for longer go to the drift queue; empty: never.",
+    )
     purge_after = DaysField(label="Purge after (days)", help_text=MemoryKind._meta.get_field("purge_after").help_text)
     auto_admit_authorities = forms.MultipleChoiceField(
-        label="Auto-admitted authorities", choices=Authority.choices, required=False,
+        label="Auto-admitted authorities",
+        choices=Authority.choices,
+        required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="Claims with these authorities from a clean session become active without review; "
-                  "every other claim waits in quarantine.",
+        "every other claim waits in quarantine.",
     )
 
     class Meta:
@@ -93,6 +98,9 @@ class MemoryKindForm(forms.ModelForm):
         data = super().clean()
         default_ttl, max_ttl = data.get("default_ttl"), data.get("max_ttl")
         if default_ttl and max_ttl and default_ttl > max_ttl:
-            self.add_error("default_ttl", f"The default TTL ({days_text(default_ttl)} days) cannot be longer than "
-                                          f"the maximum TTL ({days_text(max_ttl)} days).")
+            self.add_error(
+                "default_ttl",
+                f"The default TTL ({days_text(default_ttl)} days) cannot be longer than "
+                f"the maximum TTL ({days_text(max_ttl)} days).",
+            )
         return data

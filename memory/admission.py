@@ -49,13 +49,19 @@ _UNADMITTED_AUTHORITY_REASON = {
     Authority.AGENT: "The agent's own conclusion, not something the user or the operator said.",
 }
 _HELD_REASON = {
-    (SourceHold.Scope.SESSION, SourceHold.Cause.CONTAMINATED):
-        "Its session read outside content earlier (a contaminated write): every later write in it waits for review "
-        "until a reviewer clears the session.",
-    (SourceHold.Scope.SESSION, SourceHold.Cause.REVOKED):
-        "Its session was revoked: every later write in it waits for review until a reviewer clears the session.",
-    (SourceHold.Scope.URI_PREFIX, SourceHold.Cause.REVOKED):
-        "Its source address was revoked: every later write from it waits for review until a reviewer clears it.",
+    (
+        SourceHold.Scope.SESSION,
+        SourceHold.Cause.CONTAMINATED,
+    ): "Its session read outside content earlier (a contaminated write): every later write in it waits for review "
+    "until a reviewer clears the session.",
+    (
+        SourceHold.Scope.SESSION,
+        SourceHold.Cause.REVOKED,
+    ): "Its session was revoked: every later write in it waits for review until a reviewer clears the session.",
+    (
+        SourceHold.Scope.URI_PREFIX,
+        SourceHold.Cause.REVOKED,
+    ): "Its source address was revoked: every later write from it waits for review until a reviewer clears it.",
 }
 _FLAG_REASON = {
     "override": "Reads like an attempt to override the agent's instructions: held for review whatever its authority.",
@@ -88,8 +94,14 @@ class Gate:
             return
         key = source_fingerprint(self.tenant_id, SourceHold.Scope.SESSION, record.session_id)
         if (SourceHold.Scope.SESSION, key) not in self.holds:
-            held = SourceHold(tenant_id=self.tenant_id, scope=SourceHold.Scope.SESSION, key=key,
-                              cause=SourceHold.Cause.CONTAMINATED, raised_by_id=record.pk, created_at=record.created_at)
+            held = SourceHold(
+                tenant_id=self.tenant_id,
+                scope=SourceHold.Scope.SESSION,
+                key=key,
+                cause=SourceHold.Cause.CONTAMINATED,
+                raised_by_id=record.pk,
+                created_at=record.created_at,
+            )
             self.holds[(SourceHold.Scope.SESSION, key)] = held
             self.raised.append(held)
 
@@ -102,7 +114,9 @@ class Gate:
     def hold_for(self, draft: WriteDraft) -> SourceHold | None:
         session, uri = draft.provenance.get("session_id") or "", draft.provenance.get("uri") or ""
         if session:
-            found = self.holds.get((SourceHold.Scope.SESSION, source_fingerprint(self.tenant_id, SourceHold.Scope.SESSION, session)))
+            found = self.holds.get(
+                (SourceHold.Scope.SESSION, source_fingerprint(self.tenant_id, SourceHold.Scope.SESSION, session))
+            )
             if found is not None:
                 return found
         for length in sorted(self.prefix_lengths):
@@ -123,17 +137,23 @@ def enter_gate(credential: AgentCredential, drafts: Iterable[WriteDraft]) -> Gat
     hold([revocation_fence(tenant_id)], shared=True)
     if not AgentCredential.objects.usable().filter(pk=credential.pk).exists():
         raise TokenRevoked("This token was revoked while the write was made; nothing was stored.", code="token_revoked")
-    sessions = {source_fingerprint(tenant_id, SourceHold.Scope.SESSION, draft.provenance["session_id"])
-                for draft in drafts if draft.provenance.get("session_id")}
+    sessions = {
+        source_fingerprint(tenant_id, SourceHold.Scope.SESSION, draft.provenance["session_id"])
+        for draft in drafts
+        if draft.provenance.get("session_id")
+    }
     applicable = Q(scope=SourceHold.Scope.URI_PREFIX) | Q(scope=SourceHold.Scope.SESSION, key__in=sessions)
-    holds = {(held.scope, held.key): held
-             for held in SourceHold.objects.filter(applicable, tenant_id=tenant_id, cleared_at__isnull=True)}
+    holds = {
+        (held.scope, held.key): held
+        for held in SourceHold.objects.filter(applicable, tenant_id=tenant_id, cleared_at__isnull=True)
+    }
     lengths = frozenset(held.prefix_length for held in holds.values() if held.scope == SourceHold.Scope.URI_PREFIX)
     return Gate(tenant_id=tenant_id, holds=holds, prefix_lengths=lengths)
 
 
-def admission(draft: WriteDraft, credential: AgentCredential, gate: Gate, *, risk_flags: str,
-              contaminated: bool = False) -> tuple[str, str, str]:
+def admission(
+    draft: WriteDraft, credential: AgentCredential, gate: Gate, *, risk_flags: str, contaminated: bool = False
+) -> tuple[str, str, str]:
     """Quarantine or admit: returns (status, trust, why quarantined, in words a reviewer reads).
     `risk_flags` is the stored value of the content's flags (memory.risk.risk_flags_value)."""
     quarantined = lambda why: (Status.QUARANTINED, Trust.UNTRUSTED, why)  # noqa: E731
@@ -141,22 +161,29 @@ def admission(draft: WriteDraft, credential: AgentCredential, gate: Gate, *, ris
     if draft.derived_from:
         return quarantined("A summary or merge of other memories: always reviewed before use.")
     if draft.provenance["contaminated"] or contaminated:
-        return quarantined("The agent had read outside content (a web page or a tool result) in this session, "
-                           "so the claim may come from there rather than from the user.")
+        return quarantined(
+            "The agent had read outside content (a web page or a tool result) in this session, "
+            "so the claim may come from there rather than from the user."
+        )
     held = gate.hold_for(draft)
     if held is not None:
         return quarantined(_HELD_REASON[(held.scope, held.cause)])
     if source_type in RELAYED_SOURCES and draft.authority in TRUSTED_AUTHORITIES and not credential.can_import_trusted:
-        return quarantined(f"Says it speaks for the {draft.authority}, but was taken from a {source_type.replace('_', ' ')}: "
-                           "check that the source really is theirs.")
+        return quarantined(
+            f"Says it speaks for the {draft.authority}, but was taken from a {source_type.replace('_', ' ')}: "
+            "check that the source really is theirs."
+        )
     flags = risk_flags.split()
     for flag in HOLDING_FLAGS:
         if flag in flags:
             return quarantined(_FLAG_REASON[flag])
     if draft.authority not in draft.kind.auto_admit_authorities:
-        return quarantined(_UNADMITTED_AUTHORITY_REASON.get(
-            draft.authority, f"The {draft.kind.name} kind has every claim from the {draft.authority} reviewed before use.",
-        ))
+        return quarantined(
+            _UNADMITTED_AUTHORITY_REASON.get(
+                draft.authority,
+                f"The {draft.kind.name} kind has every claim from the {draft.authority} reviewed before use.",
+            )
+        )
     return Status.ACTIVE, Trust.TRUSTED, ""
 
 
@@ -165,8 +192,11 @@ def raise_holds(holds: list[SourceHold], *, actor_label: str, note: str = "") ->
     has an open hold. Each hold's lock is taken first, so two writes raising one hold at once never
     both insert it (no unique violation, whose server log line would name the key)."""
     hold([f"hold:{held.tenant_id}:{held.key}" for held in holds])
-    open_keys = set(SourceHold.objects.filter(tenant_id__in={held.tenant_id for held in holds}, cleared_at__isnull=True,
-                                              key__in=[held.key for held in holds]).values_list("tenant_id", "scope", "key"))
+    open_keys = set(
+        SourceHold.objects.filter(
+            tenant_id__in={held.tenant_id for held in holds}, cleared_at__isnull=True, key__in=[held.key for held in holds]
+        ).values_list("tenant_id", "scope", "key")
+    )
     fresh = [held for held in holds if (held.tenant_id, held.scope, held.key) not in open_keys]
     for held in fresh:
         held._change_reason = "hold.raise"

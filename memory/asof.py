@@ -84,8 +84,9 @@ class PrunedTrace(Protocol):
     def find(self, *, actor: Actor, record_id) -> PrunedEntry | None:
         """The trace of `record_id` in the actor's tenants, if any."""
 
-    def active_at(self, *, agent: Agent, purpose: str, subject: str | None, kind_ids: list[int] | None,
-                  at: datetime) -> list[PrunedEntry]:
+    def active_at(
+        self, *, agent: Agent, purpose: str, subject: str | None, kind_ids: list[int] | None, at: datetime
+    ) -> list[PrunedEntry]:
         """Traced records of this scope that were active at `at` and pruned after it."""
 
     def kept_since(self, *, now: datetime) -> datetime | None:
@@ -112,7 +113,6 @@ def states_at(rows: QuerySet, at: datetime) -> QuerySet:
     return rows.filter(history_date__lte=at, history_id=Subquery(newest.values("history_id")[:1]))
 
 
-
 @functools.cache
 def _tracked_attnames() -> tuple[str, ...]:
     # Once: the history manager descriptor builds a manager class on every access.
@@ -133,8 +133,11 @@ def record_from_row(row, *, withheld: bool, agent: Agent | None = None) -> Memor
 
 def check_as_of(at: datetime, *, now: datetime | None = None) -> datetime:
     if at > (now or timezone.now()):
-        raise ValidationFailed("as_of lies in the future: history only tells the past.",
-                               errors={"as_of": ["Must not be in the future."]}, title="Invalid request")
+        raise ValidationFailed(
+            "as_of lies in the future: history only tells the past.",
+            errors={"as_of": ["Must not be in the future."]},
+            title="Invalid request",
+        )
     return at
 
 
@@ -159,7 +162,7 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
     history = history_model()
     in_scope = actor.in_tenants(history.objects.all())
     now_status = records_in_scope(actor).filter(pk=record_id).values_list("status", flat=True).first()
-    row = (states_at(in_scope.filter(id=record_id), at).select_related("tenant", "agent", "kind").first())
+    row = states_at(in_scope.filter(id=record_id), at).select_related("tenant", "agent", "kind").first()
     if now_status is None:
         pruned = _pruned_trace.find(actor=actor, record_id=record_id) if _pruned_trace is not None else None
         if pruned is not None:
@@ -168,9 +171,12 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
         if deleted:
             raise RecordGone(
                 "This memory has been pruned (retention deletes a record with its history once its kind's purge age has "
-                "passed), so its state at that time cannot be shown.", code="pruned")
-        raise RecordNotFound("No such memory in your scope. (A memory pruned by retention leaves no history, so it "
-                             "reads as unknown too.)")
+                "passed), so its state at that time cannot be shown.",
+                code="pruned",
+            )
+        raise RecordNotFound(
+            "No such memory in your scope. (A memory pruned by retention leaves no history, so it reads as unknown too.)"
+        )
     if row is None:
         first = in_scope.filter(id=record_id).order_by("history_date").values_list("history_date", flat=True).first()
         when = f"; its history starts {first:%Y-%m-%dT%H:%M:%SZ}" if first else "; it has no history"
@@ -180,23 +186,38 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
     withheld = now_status == Status.FORGOTTEN
     record = record_from_row(row, withheld=withheld)
     record.superseded_by_id = (
-        states_at(in_scope.filter(supersedes_id=record_id), at).exclude(status__in=[Status.QUARANTINED, Status.REJECTED])
-        .exclude(history_type=DELETED).order_by("created_at").values_list("id", flat=True).first()
+        states_at(in_scope.filter(supersedes_id=record_id), at)
+        .exclude(status__in=[Status.QUARANTINED, Status.REJECTED])
+        .exclude(history_type=DELETED)
+        .order_by("created_at")
+        .values_list("id", flat=True)
+        .first()
     )
     record.last_used_at = None  # not kept in history
-    return RecordAsOf(record=record, as_of=at, state_since=row.history_date,
-                      transition=row.history_change_reason or {"+": "created", "~": "changed"}.get(row.history_type, ""),
-                      content_withheld=CONTENT_WITHHELD if withheld else None, status_now=now_status)
+    return RecordAsOf(
+        record=record,
+        as_of=at,
+        state_since=row.history_date,
+        transition=row.history_change_reason or {"+": "created", "~": "changed"}.get(row.history_type, ""),
+        content_withheld=CONTENT_WITHHELD if withheld else None,
+        status_now=now_status,
+    )
 
 
 def _raise_pruned(pruned: PrunedEntry, at: datetime):
     pruned_on = f"{pruned.pruned_at:%Y-%m-%dT%H:%M:%SZ}"
     if at < pruned.created_at:
-        raise RecordNotFound(f"This memory did not exist yet at that time; it was created "
-                             f"{pruned.created_at:%Y-%m-%dT%H:%M:%SZ} and pruned {pruned_on}.", code="not_yet")
-    raise RecordGone(f"This memory was pruned {pruned_on} (retention deletes a record with its history once its kind's "
-                     "purge age has passed), so its state at that time cannot be shown.", code="pruned",
-                     pruned_at=pruned.pruned_at)
+        raise RecordNotFound(
+            f"This memory did not exist yet at that time; it was created "
+            f"{pruned.created_at:%Y-%m-%dT%H:%M:%SZ} and pruned {pruned_on}.",
+            code="not_yet",
+        )
+    raise RecordGone(
+        f"This memory was pruned {pruned_on} (retention deletes a record with its history once its kind's "
+        "purge age has passed), so its state at that time cannot be shown.",
+        code="pruned",
+        pruned_at=pruned.pruned_at,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,30 +239,38 @@ class RecallAsOf:
     def notes(self) -> list[str]:
         notes = []
         if self.withheld:
-            notes.append(f"{len(self.withheld)} record(s) that were candidates then are forgotten now: never ranked or "
-                         "returned, and no longer counted in the ranking's collection statistics.")
+            notes.append(
+                f"{len(self.withheld)} record(s) that were candidates then are forgotten now: never ranked or "
+                "returned, and no longer counted in the ranking's collection statistics."
+            )
         if self.pruned:
-            notes.append(f"{len(self.pruned)} record(s) of this scope that were active then have been pruned since (the "
-                         f"first on {self.pruned[0].pruned_at:%Y-%m-%d}): retention deleted them with their history, so "
-                         "whether recall returned them cannot be reconstructed.")
+            notes.append(
+                f"{len(self.pruned)} record(s) of this scope that were active then have been pruned since (the "
+                f"first on {self.pruned[0].pruned_at:%Y-%m-%d}): retention deleted them with their history, so "
+                "whether recall returned them cannot be reconstructed."
+            )
         if self.may_miss_pruned:
-            notes.append("Records pruned since (prune deletes a record with its history) cannot be reconstructed, and "
-                         "some may have been pruned with no trace kept (before traces began, or longer ago than they "
-                         "are kept): some that recall returned then may be missing.")
+            notes.append(
+                "Records pruned since (prune deletes a record with its history) cannot be reconstructed, and "
+                "some may have been pruned with no trace kept (before traces began, or longer ago than they "
+                "are kept): some that recall returned then may be missing."
+            )
         if self.semantic_not_reconstructed:
-            notes.append(f"Ranked lexically: the semantic index '{self.semantic_not_reconstructed}' that recall fuses in "
-                         "today keeps no vectors of the past.")
+            notes.append(
+                f"Ranked lexically: the semantic index '{self.semantic_not_reconstructed}' that recall fuses in "
+                "today keeps no vectors of the past."
+            )
         return notes
 
 
 def agent_in_scope(actor: Actor, *, tenant: str, agent: str) -> Agent:
     """The agent `agent` of tenant `tenant`, if the actor may see that tenant; else RecordNotFound
     (another tenant's existence does not leak)."""
-    found = (actor.in_tenants(Agent.objects.all()).filter(tenant__slug=tenant, slug=agent)
-             .select_related("tenant").first())
+    found = actor.in_tenants(Agent.objects.all()).filter(tenant__slug=tenant, slug=agent).select_related("tenant").first()
     if found is None:
-        raise RecordNotFound("No such tenant and agent in your scope.",
-                             errors={"agent": ["No such agent in a tenant you review."]})
+        raise RecordNotFound(
+            "No such tenant and agent in your scope.", errors={"agent": ["No such agent in a tenant you review."]}
+        )
     return found
 
 
@@ -259,9 +288,13 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
     kinds = list(MemoryKind.objects.filter(name__in=q.kinds)) if q.kinds else None
     if kinds is not None:
         rows = rows.filter(kind_id__in=[kind.pk for kind in kinds])
-    active = (states_at(rows, at).filter(status=Status.ACTIVE).exclude(history_type=DELETED)
-              .annotate(status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]))
-              .select_related("kind"))  # tenant and agent: the agent's, for every row
+    active = (
+        states_at(rows, at)
+        .filter(status=Status.ACTIVE)
+        .exclude(history_type=DELETED)
+        .annotate(status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]))
+        .select_related("kind")
+    )  # tenant and agent: the agent's, for every row
     collection, withheld = [], []
     for row in active:
         if row.status_now is None:
@@ -276,20 +309,36 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
     by_id = {row.id: row for row in collection}
     result = RecallResult(index=index.name, terms=ranked.terms, candidates=len(collection))
     # Records are built for the rows the budget reads (a batch or two), not for the whole collection.
-    fill_budget(result, iter(ranked.rows), q,
-                load=lambda ids: {pk: record_from_row(by_id[pk], withheld=False, agent=agent) for pk in ids})
+    fill_budget(
+        result, iter(ranked.rows), q, load=lambda ids: {pk: record_from_row(by_id[pk], withheld=False, agent=agent) for pk in ids}
+    )
     for item in result.items:
         item.record.last_used_at = None  # not kept in history
-    pruned = [] if _pruned_trace is None else _pruned_trace.active_at(
-        agent=agent, purpose=q.purpose, subject=q.subject, kind_ids=None if kinds is None else [kind.pk for kind in kinds],
-        at=at)
+    pruned = (
+        []
+        if _pruned_trace is None
+        else _pruned_trace.active_at(
+            agent=agent,
+            purpose=q.purpose,
+            subject=q.subject,
+            kind_ids=None if kinds is None else [kind.pk for kind in kinds],
+            at=at,
+        )
+    )
     purge_ages = [kind.purge_after for kind in (kinds if kinds is not None else MemoryKind.objects.all())]
     may_miss_pruned = bool(purge_ages) and _untraced_prunes_possible(at + min(purge_ages), now=now)
     active_semantic = SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status=IndexStatus.ACTIVE).first()
     serving_semantic, _ = semantic.serving_semantic(active_semantic)
-    return RecallAsOf(result=result, as_of=at, tenant=agent.tenant, agent=agent, withheld=sorted(withheld, key=str),
-                      pruned=pruned, may_miss_pruned=may_miss_pruned,
-                      semantic_not_reconstructed=serving_semantic.name if serving_semantic is not None else None)
+    return RecallAsOf(
+        result=result,
+        as_of=at,
+        tenant=agent.tenant,
+        agent=agent,
+        withheld=sorted(withheld, key=str),
+        pruned=pruned,
+        may_miss_pruned=may_miss_pruned,
+        semantic_not_reconstructed=serving_semantic.name if serving_semantic is not None else None,
+    )
 
 
 def _untraced_prunes_possible(earliest_prune: datetime, *, now: datetime) -> bool:
@@ -303,5 +352,6 @@ def _untraced_prunes_possible(earliest_prune: datetime, *, now: datetime) -> boo
 
 def _timely(row, at: datetime) -> bool:
     """Recall's time filters at `at`: unexpired and within the valid window."""
-    return (row.expires_at > at and (row.valid_from is None or row.valid_from <= at)
-            and (row.valid_to is None or row.valid_to > at))
+    return (
+        row.expires_at > at and (row.valid_from is None or row.valid_from <= at) and (row.valid_to is None or row.valid_to > at)
+    )

@@ -31,8 +31,7 @@ class AsOfRanking:
     rows: list[Ranked] = field(default_factory=list)
 
 
-def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime,
-              timely: Callable[[object], bool]) -> AsOfRanking:
+def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, timely: Callable[[object], bool]) -> AsOfRanking:
     """`rows` (history rows: the collection) ranked for `query`; only those `timely` accepts."""
     analysed = analyse_query(index, query)
     ranking = AsOfRanking(terms=[term for term, _ in analysed])
@@ -70,10 +69,12 @@ def _analyse_rows(index, rows, words) -> tuple[dict[int, int], dict[tuple[int, s
 def _postgres(index, rows, words):
     config = index.recipe["analyser"]["postgresql"]
     table = rows[0]._meta.db_table
-    sql = (f"SELECT h.history_id, {doclen_sql('h.content', vendor='postgresql')}, "
-           f"(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{{}}'::jsonb) "
-           f"FROM unnest(to_tsvector(%(config)s::regconfig, h.content)) u WHERE u.lexeme = ANY(%(words)s)) "
-           f"FROM {table} h WHERE h.history_id = ANY(%(ids)s)")
+    sql = (
+        f"SELECT h.history_id, {doclen_sql('h.content', vendor='postgresql')}, "
+        f"(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{{}}'::jsonb) "
+        f"FROM unnest(to_tsvector(%(config)s::regconfig, h.content)) u WHERE u.lexeme = ANY(%(words)s)) "
+        f"FROM {table} h WHERE h.history_id = ANY(%(ids)s)"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, {"config": config, "words": list(words), "ids": [row.history_id for row in rows]})
         fetched = cursor.fetchall()
@@ -96,12 +97,16 @@ def _sqlite(index, rows, words):
     db.execute("BEGIN")
     try:
         db.executemany(f"INSERT INTO {scratch}(rowid, body) VALUES (?, ?)", [(row.history_id, row.content) for row in rows])
-        doclens = {rowid: int(doclen) for rowid, doclen in
-                   db.execute(f"SELECT rowid, {doclen_sql('body', vendor='sqlite')} FROM {scratch}").fetchall()}
+        doclens = {
+            rowid: int(doclen)
+            for rowid, doclen in db.execute(f"SELECT rowid, {doclen_sql('body', vendor='sqlite')} FROM {scratch}").fetchall()
+        }
         for word in words:
             # tf: the word's marks in highlight(), minus any such character the text holds
-            for rowid, body, marked in db.execute(f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM {scratch} "
-                                                  f"WHERE {scratch} MATCH ?", [f"body : {fts_phrase(word)}"]).fetchall():
+            for rowid, body, marked in db.execute(
+                f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM {scratch} WHERE {scratch} MATCH ?",
+                [f"body : {fts_phrase(word)}"],
+            ).fetchall():
                 tfs[(rowid, word)] = marked.count("\x01") - body.count("\x01")
     finally:
         db.execute("ROLLBACK")

@@ -52,8 +52,7 @@ def usable_credential(raw_token: str) -> AgentCredential | None:
     except Exception:  # an entry from another version of the model: look it up again
         credential = None
     if not isinstance(credential, AgentCredential):
-        credential = (AgentCredential.objects.usable().select_related("agent__tenant")
-                      .filter(token_hash=token_hash).first())
+        credential = AgentCredential.objects.usable().select_related("agent__tenant").filter(token_hash=token_hash).first()
         if credential is not None:
             cache.set(_key(token_hash), credential, CREDENTIAL_CACHE_SECONDS)
     if credential is None:

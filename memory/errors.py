@@ -6,8 +6,9 @@ class DomainError(Exception):
     status = 400
     title = "Request could not be applied"
 
-    def __init__(self, detail: str, *, errors: dict[str, list[str]] | None = None, code: str | None = None,
-                 title: str | None = None):
+    def __init__(
+        self, detail: str, *, errors: dict[str, list[str]] | None = None, code: str | None = None, title: str | None = None
+    ):
         super().__init__(detail)
         self.detail = detail
         if title:

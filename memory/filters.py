@@ -39,8 +39,13 @@ class MemoryRecordFilter(django_filters.FilterSet):
     created_after = CheckedIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = CheckedIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     ordering = django_filters.OrderingFilter(
-        fields=(("created_at", "created_at"), ("expires_at", "expires_at"), ("confirmed_at", "confirmed_at"),
-                ("confidence", "confidence"), ("version", "version")),
+        fields=(
+            ("created_at", "created_at"),
+            ("expires_at", "expires_at"),
+            ("confirmed_at", "confirmed_at"),
+            ("confidence", "confidence"),
+            ("version", "version"),
+        ),
     )
 
     class Meta:

@@ -14,9 +14,12 @@ TRANSITIONS = Counter(
     "Lifecycle transitions (promote, reject, confirm, retire, supersede, expire, forget, restore).",
     ["transition"],
 )
-CONFLICTS = Counter("governed_memory_conflicts_total", "Refused changes: stale version, inapplicable transition, idempotency.", ["reason"])
+CONFLICTS = Counter(
+    "governed_memory_conflicts_total", "Refused changes: stale version, inapplicable transition, idempotency.", ["reason"]
+)
 RECALL_LATENCY = Histogram(
-    "governed_memory_recall_seconds", "Recall latency inside the service.",
+    "governed_memory_recall_seconds",
+    "Recall latency inside the service.",
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
 )
 RECALL_ITEMS = Histogram("governed_memory_recall_items", "Items returned per recall.", buckets=(0, 1, 2, 5, 10, 20, 50))

@@ -94,7 +94,9 @@ class Tenant(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200, blank=True)
     reviewers = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, related_name="reviewed_tenants", blank=True,
+        settings.AUTH_USER_MODEL,
+        related_name="reviewed_tenants",
+        blank=True,
         help_text="Reviewers who may see and decide on this tenant's memories.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -156,14 +158,14 @@ class AgentCredential(HashedToken):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="credentials")
     label = models.CharField(max_length=200, blank=True)
-    purposes = models.JSONField(default=list, help_text="Purposes this token may write and recall, e.g. [\"support\"].")
+    purposes = models.JSONField(default=list, help_text='Purposes this token may write and recall, e.g. ["support"].')
     can_assert_operator = models.BooleanField(default=False)
     can_forget = models.BooleanField(default=False)
     can_confirm = models.BooleanField(default=False)
     can_import_trusted = models.BooleanField(
         default=False,
         help_text="May write document or import claims with user or operator authority without review "
-                  "(a trusted migration). Without it such writes are quarantined.",
+        "(a trusted migration). Without it such writes are quarantined.",
     )
 
     objects = AgentCredentialQuerySet.as_manager()
@@ -218,7 +220,7 @@ class MemoryKind(models.Model):
         null=True, blank=True, help_text="Active records unconfirmed for longer go to the drift queue; empty = never."
     )
     auto_admit_authorities = models.JSONField(
-        default=list, help_text="Authorities admitted without review from a clean session, e.g. [\"operator\", \"user\"]."
+        default=list, help_text='Authorities admitted without review from a clean session, e.g. ["operator", "user"].'
     )
     purge_after = models.DurationField(
         default=timedelta(days=30),
@@ -268,9 +270,13 @@ class MemoryRecord(models.Model):
     contaminated = models.BooleanField(default=False)
     derived_from = models.ManyToManyField("self", symmetrical=False, related_name="derivatives", blank=True)
     written_by = models.ForeignKey(
-        AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        AgentCredential,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): "
-                  "revoking a leaked token finds its records by this key.",
+        "revoking a leaked token finds its records by this key.",
     )
 
     authority = models.CharField(max_length=16, choices=Authority.choices)
@@ -279,12 +285,19 @@ class MemoryRecord(models.Model):
     # Nullable (NULL: written before flags existed) so that adding it is an ALTER TABLE ADD COLUMN:
     # SQLite rebuilds the table for a NOT NULL column, and a rebuild drops the search-index triggers.
     risk_flags = models.CharField(
-        max_length=64, null=True, blank=True,
+        max_length=64,
+        null=True,
+        blank=True,
         help_text="Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); "
-                  "shown to reviewers, never used to admit or reject.",
+        "shown to reviewers, never used to admit or reject.",
     )
     reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )  # indexed where set (memory_reviewed_by_idx)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     confidence = models.FloatField()
@@ -300,14 +313,20 @@ class MemoryRecord(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     version = models.PositiveIntegerField(default=1)
     supersedes = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="successors", db_index=False,
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="successors",
+        db_index=False,
     )  # indexed where set (memory_supersedes_idx)
 
     # History rows are looked up by record (`id`), time, agent (time travel) and supersedes (a
     # record's successor then); the other foreign keys are not indexed in the history table, whose
     # every index costs each transition an insert.
-    history = HistoricalRecords(bases=[HistoryActor], excluded_fields=["last_used_at"],
-                                no_db_index=["tenant", "kind", "written_by", "reviewed_by"])
+    history = HistoricalRecords(
+        bases=[HistoryActor], excluded_fields=["last_used_at"], no_db_index=["tenant", "kind", "written_by", "reviewed_by"]
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -323,40 +342,47 @@ class MemoryRecord(models.Model):
             _choices_check("authority", Authority, "memory_authority_valid"),
             _choices_check("trust", Trust, "memory_trust_valid"),
             _choices_check("source_type", SourceType, "memory_source_type_valid"),
-            models.UniqueConstraint(
-                fields=["supersedes"], condition=Q(status=Status.ACTIVE), name="memory_one_active_successor"
-            ),
+            models.UniqueConstraint(fields=["supersedes"], condition=Q(status=Status.ACTIVE), name="memory_one_active_successor"),
         ]
         indexes = [
             # recall: tenant + agent + purpose (+ subject), active, unexpired
             models.Index(
                 fields=["tenant", "agent", "purpose", "subject", "expires_at"],
-                condition=Q(status=Status.ACTIVE), name="memory_recall_active_idx",
+                condition=Q(status=Status.ACTIVE),
+                name="memory_recall_active_idx",
             ),
             # quarantine queue: oldest first per tenant
             models.Index(fields=["tenant", "created_at"], condition=Q(status=Status.QUARANTINED), name="memory_quarantine_idx"),
             # ... and its risk-flagged part (a few rows): counted on every queue page, listed first on request
-            models.Index(fields=["tenant", "created_at"], condition=Q(status=Status.QUARANTINED, risk_flags__gt=""),
-                         name="memory_quarantine_flagged_idx"),
+            models.Index(
+                fields=["tenant", "created_at"],
+                condition=Q(status=Status.QUARANTINED, risk_flags__gt=""),
+                name="memory_quarantine_flagged_idx",
+            ),
             # drift queue: oldest confirmation first per tenant and kind
             models.Index(fields=["tenant", "kind", "confirmed_at"], condition=Q(status=Status.ACTIVE), name="memory_drift_idx"),
             # expiry job: walked in (expires_at, id) order, each batch after the last (memory_expire_due)
             models.Index(
-                fields=["expires_at", "id"], condition=Q(status__in=[Status.ACTIVE, Status.QUARANTINED]),
+                fields=["expires_at", "id"],
+                condition=Q(status__in=[Status.ACTIVE, Status.QUARANTINED]),
                 name="memory_expiry_idx",
             ),
             # writes per day on the governance dashboard
             models.Index(fields=["tenant", "created_at"], name="memory_tenant_created_idx"),
             # forget by subject; prune by status age; dedup by scope + hash
             models.Index(fields=["tenant", "subject"], name="memory_subject_idx"),
-            models.Index(fields=["status", "status_changed_at"], condition=Q(status__in=PURGEABLE_STATUSES),
-                         name="memory_purgeable_age_idx"),
+            models.Index(
+                fields=["status", "status_changed_at"],
+                condition=Q(status__in=PURGEABLE_STATUSES),
+                name="memory_purgeable_age_idx",
+            ),
             # successors of a record; who reviewed (set null when a user is deleted): rarely set
             models.Index(fields=["supersedes"], condition=Q(supersedes__isnull=False), name="memory_supersedes_idx"),
             models.Index(fields=["reviewed_by"], condition=Q(reviewed_by__isnull=False), name="memory_reviewed_by_idx"),
             models.Index(
                 fields=["tenant", "agent", "purpose", "subject", "kind", "content_hash"],
-                condition=Q(status=Status.ACTIVE), name="memory_dedup_scope_idx",
+                condition=Q(status=Status.ACTIVE),
+                name="memory_dedup_scope_idx",
             ),
         ]
 
@@ -427,8 +453,15 @@ class SourceHold(models.Model):
     key = models.CharField(max_length=80, help_text="Keyed fingerprint of the session id or the address prefix.")
     prefix_length = models.PositiveIntegerField(null=True, blank=True, help_text="Characters of the prefix (addresses only).")
     cause = models.CharField(max_length=16, choices=Cause.choices)
-    raised_by = models.ForeignKey(MemoryRecord, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                                  db_index=False, help_text="The write that raised it (id only).")
+    raised_by = models.ForeignKey(
+        MemoryRecord,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        help_text="The write that raised it (id only).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     cleared_at = models.DateTimeField(null=True, blank=True)
     cleared_by = models.CharField(max_length=200, blank=True, help_text="Actor label: user:name.")
@@ -438,8 +471,9 @@ class SourceHold(models.Model):
         ordering = ["-created_at"]
         constraints = [
             # one open hold per session or prefix: a second contaminated write finds it (insert-or-ignore)
-            models.UniqueConstraint(fields=["tenant", "scope", "key"], condition=Q(cleared_at__isnull=True),
-                                    name="source_hold_open_unique"),
+            models.UniqueConstraint(
+                fields=["tenant", "scope", "key"], condition=Q(cleared_at__isnull=True), name="source_hold_open_unique"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -38,8 +38,9 @@ def checked_correction(content: Any) -> str:
     if not content:
         raise ValidationFailed("The correction is empty.", errors={"content": ["Content may not be empty."]})
     if len(content) > settings.MEMORY_MAX_CONTENT_CHARS:
-        raise ValidationFailed("The correction is too long.",
-                               errors={"content": [f"At most {settings.MEMORY_MAX_CONTENT_CHARS} characters."]})
+        raise ValidationFailed(
+            "The correction is too long.", errors={"content": [f"At most {settings.MEMORY_MAX_CONTENT_CHARS} characters."]}
+        )
     return content
 
 

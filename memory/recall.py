@@ -51,9 +51,26 @@ from memory.validation import RecallQuerySerializer, validated
 
 # What a recalled record is loaded with: what its item shows (the API's RecallItemSerializer and
 # `context_line`), and no more (a record has 36 columns; fewer to read and to build a model from).
-RECALLED_FIELDS = ("id", "kind__name", "subject", "content", "authority", "trust", "confidence", "source_type",
-                   "source_uri", "session_id", "turn_id", "tool", "source_version", "observed_at", "contaminated",
-                   "created_at", "confirmed_at", "expires_at")
+RECALLED_FIELDS = (
+    "id",
+    "kind__name",
+    "subject",
+    "content",
+    "authority",
+    "trust",
+    "confidence",
+    "source_type",
+    "source_uri",
+    "session_id",
+    "turn_id",
+    "tool",
+    "source_version",
+    "observed_at",
+    "contaminated",
+    "created_at",
+    "confirmed_at",
+    "expires_at",
+)
 
 
 @dataclass
@@ -95,15 +112,22 @@ def parse_recall(data: Any) -> RecallQuery:
 
 def recall_query(body: dict) -> RecallQuery:
     """A validated recall body as a RecallQuery."""
-    return RecallQuery(query=body["query"], purpose=body["purpose"], subject=body.get("subject"), kinds=body.get("kinds"),
-                       limit=body["limit"], token_budget=body.get("token_budget"))
+    return RecallQuery(
+        query=body["query"],
+        purpose=body["purpose"],
+        subject=body.get("subject"),
+        kinds=body.get("kinds"),
+        limit=body["limit"],
+        token_budget=body.get("token_budget"),
+    )
 
 
 def hard_filters(records: QuerySet[MemoryRecord], q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
     """Recall's hard filters on an already tenant- and agent-scoped queryset: the purpose,
     optionally one subject and some kinds, active, unexpired, valid now."""
     qs = records.filter(purpose=q.purpose, status=Status.ACTIVE, expires_at__gt=now).filter(
-        Q(valid_from__isnull=True) | Q(valid_from__lte=now), Q(valid_to__isnull=True) | Q(valid_to__gt=now),
+        Q(valid_from__isnull=True) | Q(valid_from__lte=now),
+        Q(valid_to__isnull=True) | Q(valid_to__gt=now),
     )
     if q.subject:
         qs = qs.filter(subject=q.subject)
@@ -117,23 +141,33 @@ def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datet
     return hard_filters(records_in_scope(Actor.for_credential(credential)), q, now=now)
 
 
-def recall(*, credential: AgentCredential, q: RecallQuery, now: datetime | None = None,
-           index: SearchIndex | str | None = None) -> RecallResult:
+def recall(
+    *, credential: AgentCredential, q: RecallQuery, now: datetime | None = None, index: SearchIndex | str | None = None
+) -> RecallResult:
     """What the token's agent recalls for `q`, ranked by `index` (an index or its name, which takes
     the place of the active index of its kind; None: the active indexes). Marks the returned
     records used."""
     if not credential.allows_purpose(q.purpose):
-        raise ScopeDenied(f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+        raise ScopeDenied(
+            f"This token may not recall purpose '{q.purpose}'.", errors={"purpose": ["Not allowed for this token."]}
+        )
     now = now or timezone.now()
     with RECALL_LATENCY.time():
-        result = _recall(agent=credential.agent, candidates=recall_candidates(credential, q, now=now), q=q, now=now,
-                         index=index, mark_used=True)
+        result = _recall(
+            agent=credential.agent,
+            candidates=recall_candidates(credential, q, now=now),
+            q=q,
+            now=now,
+            index=index,
+            mark_used=True,
+        )
     RECALL_ITEMS.observe(len(result.items))
     return result
 
 
-def recall_for_agent(*, agent: Agent, q: RecallQuery, now: datetime | None = None,
-                     index: SearchIndex | str | None = None, mark_used: bool = False) -> RecallResult:
+def recall_for_agent(
+    *, agent: Agent, q: RecallQuery, now: datetime | None = None, index: SearchIndex | str | None = None, mark_used: bool = False
+) -> RecallResult:
     """What `agent` would recall for `q`, with the same hard filters but no token (so no purpose
     check): for golden runs and reviewer tools. Does not mark records used unless asked."""
     now = now or timezone.now()
@@ -141,11 +175,19 @@ def recall_for_agent(*, agent: Agent, q: RecallQuery, now: datetime | None = Non
     return _recall(agent=agent, candidates=candidates, q=q, now=now, index=index, mark_used=mark_used)
 
 
-def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery, now: datetime,
-            index: SearchIndex | str | None, mark_used: bool) -> RecallResult:
+def _recall(
+    *,
+    agent: Agent,
+    candidates: QuerySet[MemoryRecord],
+    q: RecallQuery,
+    now: datetime,
+    index: SearchIndex | str | None,
+    mark_used: bool,
+) -> RecallResult:
     kind_ids = tuple(MemoryKind.objects.filter(name__in=q.kinds).values_list("pk", flat=True)) if q.kinds else None
-    scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None,
-                  kind_ids=kind_ids)
+    scope = Scope(
+        tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None, kind_ids=kind_ids
+    )
     for attempt in (1, 2):
         lexical, similar_index, unavailable = _serving(index, fresh=attempt == 2)
         try:
@@ -156,8 +198,12 @@ def _recall(*, agent: Agent, candidates: QuerySet[MemoryRecord], q: RecallQuery,
             # An active index was replaced and its storage dropped between choosing it and reading
             # it: choose again, once. Anything else is a real error.
             used = [i for i in (lexical, similar_index) if i is not None]
-            if (index is not None or attempt == 2 or connection.in_atomic_block
-                    or all(storage.storage_exists(i.storage_name) for i in used)):
+            if (
+                index is not None
+                or attempt == 2
+                or connection.in_atomic_block
+                or all(storage.storage_exists(i.storage_name) for i in used)
+            ):
                 raise
     if mark_used:
         memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
@@ -181,8 +227,13 @@ def _serving(index: SearchIndex | str | None, *, fresh: bool = False) -> tuple[S
     return named or lexical, chosen, reason
 
 
-def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], q: RecallQuery,
-          semantic_index: SearchIndex | None = None) -> RecallResult:
+def _fill(
+    index: SearchIndex,
+    scope: Scope,
+    candidates: QuerySet[MemoryRecord],
+    q: RecallQuery,
+    semantic_index: SearchIndex | None = None,
+) -> RecallResult:
     """Take ranked rows in batches, load each batch through the hard-filtered query (one query per
     batch), and fill the budget in rank order."""
     ranking = rank(index, scope, q.query)
@@ -197,8 +248,12 @@ def _fill(index: SearchIndex, scope: Scope, candidates: QuerySet[MemoryRecord], 
     return result
 
 
-def fill_budget(result: RecallResult, rows: Iterator[Ranked], q: RecallQuery,
-                load: Callable[[list[uuid.UUID]], Mapping[uuid.UUID, MemoryRecord]]) -> None:
+def fill_budget(
+    result: RecallResult,
+    rows: Iterator[Ranked],
+    q: RecallQuery,
+    load: Callable[[list[uuid.UUID]], Mapping[uuid.UUID, MemoryRecord]],
+) -> None:
     """Fill `result` from ranked `rows` in rank order: each batch of rows is loaded with `load`
     (record id -> record; a row it does not return is skipped), an item that does not fit the
     token budget is skipped and counted. Also used by as-of recall (`memory.asof`), so both fill
@@ -246,8 +301,9 @@ def context_line(record: MemoryRecord) -> str:
     `[kind | authority | confirmed <date> | source <type> <uri> | observed <date>] content`
     (`recorded <date>` when the source gave no observation time)."""
     source = " ".join(part for part in (record.source_type, record.source_uri) if part)
-    observed = (f"observed {record.observed_at:%Y-%m-%d}" if record.observed_at is not None
-                else f"recorded {record.created_at:%Y-%m-%d}")
+    observed = (
+        f"observed {record.observed_at:%Y-%m-%d}" if record.observed_at is not None else f"recorded {record.created_at:%Y-%m-%d}"
+    )
     return (
         f"[{record.kind.name} | {record.authority} | confirmed {record.confirmed_at:%Y-%m-%d} | source {source} | "
         f"{observed}] {record.content}"
@@ -257,5 +313,6 @@ def context_line(record: MemoryRecord) -> str:
 def _item(record: MemoryRecord, row: Ranked) -> RecallItem:
     parts = {name: round(value, 4) for name, value in row.parts.items()}
     context = context_line(record)
-    return RecallItem(record=record, score=round(sum(parts.values()), 4), score_parts=parts,
-                      tokens=estimate_tokens(context), context=context)
+    return RecallItem(
+        record=record, score=round(sum(parts.values()), 4), score_parts=parts, tokens=estimate_tokens(context), context=context
+    )

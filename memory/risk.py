@@ -36,25 +36,40 @@ FLAGGED = Q(risk_flags__gt="")
 _I = re.IGNORECASE
 
 # --- override ---------------------------------------------------------------------------------
-_INSTRUCTION_WORDS = (r"(instructions?|prompts?|rules|directions|directives|guidelines|guidance|polic(y|ies)|"
-                      r"restrictions|safety|programming|anweisungen|instructions?|consignes)")
+_INSTRUCTION_WORDS = (
+    r"(instructions?|prompts?|rules|directions|directives|guidelines|guidance|polic(y|ies)|"
+    r"restrictions|safety|programming|anweisungen|instructions?|consignes)"
+)
 _OVERRIDE = [
     re.compile(r"\b(ignor\w*|disregard\w*|forget|overrid\w*|bypass\w*|set aside)\b[^.\n]{0,40}?\b" + _INSTRUCTION_WORDS, _I),
     re.compile(r"\bforget (everything|all)\b[^.\n]{0,40}\b(told|said|know|learned|before)\b", _I),
     re.compile(r"\byou are (now|no longer)\b", _I),
     re.compile(r"\byour new (system )?(prompt|instructions|rules|role|task)\b", _I),
-    re.compile(r"\byour (system )?(prompt|instructions|rules|guidelines|policy) (is|are|has been|have been) "
-               r"(now )?(replaced|changed|updated|void|cancel+ed|overridden)\b", _I),
+    re.compile(
+        r"\byour (system )?(prompt|instructions|rules|guidelines|policy) (is|are|has been|have been) "
+        r"(now )?(replaced|changed|updated|void|cancel+ed|overridden)\b",
+        _I,
+    ),
     re.compile(r"\bnew (system )?(instructions|rules|prompt)\s*:", _I),
-    re.compile(r"\b(previous|prior|earlier|above|old)\s+" + _INSTRUCTION_WORDS + r"\s+(is|are)\s+(now\s+)?"
-               r"(void|cancel+ed|invalid|replaced|obsolete|revoked|suspended)", _I),
-    re.compile(r"\b(print|reveal|show|output|repeat|leak)\b[^.\n]{0,20}\b(hidden|system|initial|secret)\s+(prompt|instructions)\b", _I),
+    re.compile(
+        r"\b(previous|prior|earlier|above|old)\s+" + _INSTRUCTION_WORDS + r"\s+(is|are)\s+(now\s+)?"
+        r"(void|cancel+ed|invalid|replaced|obsolete|revoked|suspended)",
+        _I,
+    ),
+    re.compile(
+        r"\b(print|reveal|show|output|repeat|leak)\b[^.\n]{0,20}\b(hidden|system|initial|secret)\s+(prompt|instructions)\b", _I
+    ),
     re.compile(r"\b(developer|god|admin|debug) mode\b|\bjailbreak\w*\b|\bDAN\b|\bunrestricted (ai|model|assistant|mode)\b", _I),
-    re.compile(r"\b(act|behave|respond|roleplay) as (an? |the )?(administrator|admin|operator|root|unrestricted|developer|system)\b", _I),
+    re.compile(
+        r"\b(act|behave|respond|roleplay) as (an? |the )?(administrator|admin|operator|root|unrestricted|developer|system)\b", _I
+    ),
     re.compile(r"\bpretend (you are|to be|that you)\b", _I),
     re.compile(r"(^|\n)\s*(system|assistant|developer)\s*:", _I),
-    re.compile(r"\b(attention|note to|message (for|to)|update for|instructions for)\s+(the\s+)?"
-               r"(ai|llm|language model|assistant|agent|bot)s?\b", _I),
+    re.compile(
+        r"\b(attention|note to|message (for|to)|update for|instructions for)\s+(the\s+)?"
+        r"(ai|llm|language model|assistant|agent|bot)s?\b",
+        _I,
+    ),
 ]
 
 # --- directive --------------------------------------------------------------------------------
@@ -80,8 +95,11 @@ _ORDER_OPENINGS = [
 _DIRECTIVE = [
     re.compile(r"\byou (must|should|shall|need to|have to|are required to|ought to|must not|may not|will now|are to)\b", _I),
     re.compile(r"\b(the )?(assistant|ai|agent|bot|model)\s+(must|should|shall|needs to|has to|is required to|is to)\b", _I),
-    re.compile(r"\b(when|whenever|if)\b[^.\n]{0,80}\b(asks?|asked|mentions?|requests?|inquires?|calls?)\b[^.\n]{0,60},\s*"
-               r"(just\s+)?(" + _ORDER_VERBS + r"|claim|deny|offer|refuse|do|give|call|praise)\b", _I),
+    re.compile(
+        r"\b(when|whenever|if)\b[^.\n]{0,80}\b(asks?|asked|mentions?|requests?|inquires?|calls?)\b[^.\n]{0,60},\s*"
+        r"(just\s+)?(" + _ORDER_VERBS + r"|claim|deny|offer|refuse|do|give|call|praise)\b",
+        _I,
+    ),
     re.compile(r"\bkeep (this|these|it) (instructions?\s+)?(secret|hidden|private)\b", _I),
 ]
 
@@ -90,32 +108,45 @@ def _gives_orders(text: str) -> bool:
     text = _URL.sub(" link ", text)  # the dots and question marks of an address end no sentence
     if any(pattern.search(text) for pattern in _DIRECTIVE):
         return True
-    return any(pattern.match(sentence) for sentence in _SENTENCE_BREAK.split(text) if sentence
-               for pattern in _ORDER_OPENINGS)
+    return any(pattern.match(sentence) for sentence in _SENTENCE_BREAK.split(text) if sentence for pattern in _ORDER_OPENINGS)
 
 
 # --- code -------------------------------------------------------------------------------------
 _CODE = [
     re.compile(r"\{\s*\"(tool|tool_name|name|function|action|cmd|command|method)\"\s*:", _I),
     re.compile(r"\"(arguments|parameters|args|params|input)\"\s*:\s*\{", _I),
-    re.compile(r"<\s*/?\s*(tool_call|tool_use|tool|function|invoke|script|iframe|img|svg|object|embed|form|input|"
-               r"html|body|meta|link|style)\b", _I),
+    re.compile(
+        r"<\s*/?\s*(tool_call|tool_use|tool|function|invoke|script|iframe|img|svg|object|embed|form|input|"
+        r"html|body|meta|link|style)\b",
+        _I,
+    ),
     re.compile(r"javascript:|\bon(error|load|click|mouseover)\s*=", _I),
     re.compile(r"```|`[^`\n]{2,}`"),
-    re.compile(r"(^|[\s;|&(])(curl|wget|sudo|chmod|chown|rm\s+-\w*[rf]|mkfs|dd\s+if=|bash\s+-c|sh\s+-c|"
-               r"powershell|pwsh|base64\s+-d|kubectl|nc\s+-?\S+\s+\d+)\b", _I),
+    re.compile(
+        r"(^|[\s;|&(])(curl|wget|sudo|chmod|chown|rm\s+-\w*[rf]|mkfs|dd\s+if=|bash\s+-c|sh\s+-c|"
+        r"powershell|pwsh|base64\s+-d|kubectl|nc\s+-?\S+\s+\d+)\b",
+        _I,
+    ),
     re.compile(r"\|\s*(sh|bash|zsh|python3?|perl)\b|&&\s*\w|\$\(\w|\$\{\w+\}", _I),
-    re.compile(r"\b(select\s+[\w*,.\s]{1,120}?\s+from\s+\w|insert\s+into\s+\w|update\s+\w+\s+set\s+\w|delete\s+from\s+\w|"
-               r"drop\s+(table|database|schema)\b|truncate\s+table\b|alter\s+table\b|union\s+select\b)", _I),
-    re.compile(r"\b(os\.system|subprocess\.\w+|eval|exec|__import__|requests\.\w+|fetch|atob|btoa|alert|"
-               r"document\.\w+|window\.\w+|open)\s*\(", _I),
+    re.compile(
+        r"\b(select\s+[\w*,.\s]{1,120}?\s+from\s+\w|insert\s+into\s+\w|update\s+\w+\s+set\s+\w|delete\s+from\s+\w|"
+        r"drop\s+(table|database|schema)\b|truncate\s+table\b|alter\s+table\b|union\s+select\b)",
+        _I,
+    ),
+    re.compile(
+        r"\b(os\.system|subprocess\.\w+|eval|exec|__import__|requests\.\w+|fetch|atob|btoa|alert|"
+        r"document\.\w+|window\.\w+|open)\s*\(",
+        _I,
+    ),
     re.compile(r"\b[a-z_][a-z0-9]*(_[a-z0-9]+)+\s*\(\s*(\w+\s*=|['\"{\[])", _I),  # snake_case_call(arg=... / "...")
     re.compile(r"(^|;\s*)(import|from)\s+[a-z_][\w.]*(\s+import\s+\w+)?\s*(;|$)", _I | re.MULTILINE),
 ]
 
 # --- secret -----------------------------------------------------------------------------------
-_SECRET_WORDS = (r"(password|passwd|passwort|pwd|passcode|pass phrase|passphrase|secret|secret[_ ]key|api[_ -]?key|"
-                 r"access[_ ]key|auth[_ ]token|access[_ ]token|token|pin|credentials?)")
+_SECRET_WORDS = (
+    r"(password|passwd|passwort|pwd|passcode|pass phrase|passphrase|secret|secret[_ ]key|api[_ -]?key|"
+    r"access[_ ]key|auth[_ ]token|access[_ ]token|token|pin|credentials?)"
+)
 _SECRET = [
     re.compile(r"\b(sk|pk|rk)[-_]((live|test|proj)[-_])?[A-Za-z0-9]{16,}"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
@@ -127,8 +158,11 @@ _SECRET = [
     re.compile(r"\bbearer\s+[A-Za-z0-9._~+/-]{16,}", _I),
     re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", _I),  # scheme://user:password@host
     # "password: Tr0ub4dor&3", "pwd=Winter2026", "token is 9f8e...": a value with a digit or symbol
-    re.compile(r"\b" + _SECRET_WORDS + r"\b(\s+(for|of|to) [^.,;:=\n]{1,40}?)?\s*(is|was|=|:)\s*['\"]?"
-               r"(?=[^\s'\"]*[\d!@#$%^&*~?])[^\s'\",;]{4,}", _I),
+    re.compile(
+        r"\b" + _SECRET_WORDS + r"\b(\s+(for|of|to) [^.,;:=\n]{1,40}?)?\s*(is|was|=|:)\s*['\"]?"
+        r"(?=[^\s'\"]*[\d!@#$%^&*~?])[^\s'\",;]{4,}",
+        _I,
+    ),
     re.compile(r"\b" + _SECRET_WORDS + r"\b\s*(is|was|=|:)?\s*(['\"])[^'\"\n]{4,}\2", _I),  # password 'gate-keeper'
     # a lone token with lower and upper case, a digit and a symbol: a password more often than not
     re.compile(r"(?<![\w/.:@])(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*\d)(?=[^\s]*[!@#$%^&*~?])[^\s/]{8,}"),
@@ -138,10 +172,32 @@ _SECRET = [
 # --- exfil ------------------------------------------------------------------------------------
 _URL = re.compile(r"(?:https?:)?//[^\s<>\"'`)\]]+", _I)
 # Query parameters that navigate rather than carry data.
-_NAVIGATION_PARAMS = frozenset({
-    "page", "lang", "hl", "locale", "language", "sort", "order", "tab", "view", "ref", "source", "start", "limit",
-    "offset", "per_page", "page_size", "format", "v", "t", "version", "theme", "mode",
-})
+_NAVIGATION_PARAMS = frozenset(
+    {
+        "page",
+        "lang",
+        "hl",
+        "locale",
+        "language",
+        "sort",
+        "order",
+        "tab",
+        "view",
+        "ref",
+        "source",
+        "start",
+        "limit",
+        "offset",
+        "per_page",
+        "page_size",
+        "format",
+        "v",
+        "t",
+        "version",
+        "theme",
+        "mode",
+    }
+)
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u00ad"))
 

@@ -50,8 +50,9 @@ class _Buffer:
             self.newest = at if self.newest is None or at > self.newest else self.newest
 
     def due(self) -> bool:
-        return bool(self.ids) and (len(self.ids) >= FLUSH_AT_RECORDS
-                                   or time.monotonic() - self.since >= settings.MEMORY_LAST_USED_FLUSH_SECONDS)
+        return bool(self.ids) and (
+            len(self.ids) >= FLUSH_AT_RECORDS or time.monotonic() - self.since >= settings.MEMORY_LAST_USED_FLUSH_SECONDS
+        )
 
     def take(self) -> tuple[list, datetime | None]:
         with self.lock:

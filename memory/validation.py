@@ -224,12 +224,15 @@ class ProvenanceSerializer(StrictSerializer):
     source_version = _optional_text(200, "The version of the source read.")
     observed_at = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim was observed at its source.")
     contaminated = StrictBooleanField(
-        required=False, default=False, help_text="True when the writing session had read external content.",
+        required=False,
+        default=False,
+        help_text="True when the writing session had read external content.",
     )
 
     def validate(self, attrs):
         attrs = {name: attrs.get(name) or "" for name in ("uri", "session_id", "turn_id", "tool", "source_version")} | {
-            "source_type": attrs["source_type"], "observed_at": attrs.get("observed_at"),
+            "source_type": attrs["source_type"],
+            "observed_at": attrs.get("observed_at"),
             "contaminated": attrs.get("contaminated", False),
         }
         errors = {}
@@ -266,25 +269,36 @@ class MemoryWriteSerializer(StrictSerializer):
     subject = StrictCharField(max_length=SUBJECT_MAX_CHARS, help_text="Who or what the memory is about, e.g. customer/acme.")
     purpose = StrictCharField(max_length=PURPOSE_MAX_CHARS, help_text="One of the purposes the token allows.")
     content = StrictCharField(
-        trim_whitespace=False, max_length=settings.MEMORY_MAX_CONTENT_CHARS,
+        trim_whitespace=False,
+        max_length=settings.MEMORY_MAX_CONTENT_CHARS,
         help_text="The claim, as a distilled sentence (not a transcript).",
     )
-    authority = StrictChoiceField(choices=Authority.choices, help_text="Whose authority the claim carries; must fit the source type.")
+    authority = StrictChoiceField(
+        choices=Authority.choices, help_text="Whose authority the claim carries; must fit the source type."
+    )
     confidence = StrictFloatField(min_value=0, max_value=1, help_text="The writer's confidence in [0, 1]; never verification.")
     provenance = ProvenanceSerializer()
     ttl_seconds = StrictIntegerField(
-        required=False, allow_null=True, min_value=1, max_value=TTL_MAX_SECONDS,
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=TTL_MAX_SECONDS,
         help_text="Time to live in seconds (or expires_at; neither = the kind's default TTL; at most the kind's maximum).",
     )
     expires_at = CheckedDateTimeField(required=False, allow_null=True, help_text="Instead of ttl_seconds: when it expires.")
     valid_from = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim starts to hold.")
     valid_to = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim stops holding.")
     supersedes = StrictUUIDField(required=False, allow_null=True, help_text="An active record of yours this one corrects.")
-    supersedes_version = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=VERSION_MAX,
-                                            help_text="Its current version.")
+    supersedes_version = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=VERSION_MAX, help_text="Its current version."
+    )
     derived_from = serializers.ListField(
-        child=StrictUUIDField(), required=False, allow_null=True, allow_empty=False,
-        max_length=DERIVED_FROM_MAX_ITEMS, help_text="Source records of a summary or merge (always reviewed).",
+        child=StrictUUIDField(),
+        required=False,
+        allow_null=True,
+        allow_empty=False,
+        max_length=DERIVED_FROM_MAX_ITEMS,
+        help_text="Source records of a summary or merge (always reviewed).",
     )
     tenant = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's tenant.")
     agent = StrictCharField(required=False, allow_null=True, help_text="Optional; if given, must be the token's agent.")
@@ -331,7 +345,9 @@ class MemoryWriteSerializer(StrictSerializer):
         if expires_at is not None and expires_at <= now:
             errors["expires_at"] = ["Must be in the future."]
             return None
-        ttl = timedelta(seconds=ttl_seconds) if ttl_seconds is not None else (expires_at - now if expires_at else kind.default_ttl)
+        ttl = (
+            timedelta(seconds=ttl_seconds) if ttl_seconds is not None else (expires_at - now if expires_at else kind.default_ttl)
+        )
         if ttl > kind.max_ttl:
             field_name = "expires_at" if expires_at is not None else "ttl_seconds"
             errors[field_name] = [f"Longer than the {kind.name} kind allows ({int(kind.max_ttl.total_seconds())} seconds)."]
@@ -341,10 +357,18 @@ class MemoryWriteSerializer(StrictSerializer):
     def validated_draft(self) -> WriteDraft:
         data = self.validated_data
         return WriteDraft(
-            kind=data["kind"], subject=data["subject"], purpose=data["purpose"], content=data["content"],
-            authority=data["authority"], confidence=float(data["confidence"]), provenance=data["provenance"],
-            expires_at=data["expires_at"], valid_from=data.get("valid_from"), valid_to=data.get("valid_to"),
-            supersedes=data.get("supersedes"), supersedes_version=data.get("supersedes_version"),
+            kind=data["kind"],
+            subject=data["subject"],
+            purpose=data["purpose"],
+            content=data["content"],
+            authority=data["authority"],
+            confidence=float(data["confidence"]),
+            provenance=data["provenance"],
+            expires_at=data["expires_at"],
+            valid_from=data.get("valid_from"),
+            valid_to=data.get("valid_to"),
+            supersedes=data.get("supersedes"),
+            supersedes_version=data.get("supersedes_version"),
             derived_from=list(dict.fromkeys(data.get("derived_from") or [])),
         )
 
@@ -353,16 +377,26 @@ class BatchItemSerializer(MemoryWriteSerializer):
     """One item of `POST /api/v1/memories/batch/`: a write body, plus its own idempotency key."""
 
     idempotency_key = StrictCharField(
-        required=False, allow_null=True, min_length=1, max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+        required=False,
+        allow_null=True,
+        min_length=1,
+        max_length=IDEMPOTENCY_KEY_MAX_CHARS,
         help_text="Same meaning as the Idempotency-Key header of a single write.",
     )
 
 
-@extend_schema_field({
-    "type": "array", "minItems": 1, "maxItems": BATCH_MAX_ITEMS,
-    "items": {"type": "object", "description": "A write body (as MemoryWriteRequest) plus an optional idempotency_key; "
-                                               "an item that is not valid is that item's 400 in the results."},
-})
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": BATCH_MAX_ITEMS,
+        "items": {
+            "type": "object",
+            "description": "A write body (as MemoryWriteRequest) plus an optional idempotency_key; "
+            "an item that is not valid is that item's 400 in the results.",
+        },
+    }
+)
 class BatchItemsField(serializers.ListField):
     """The batch's items: a list of 1 to BATCH_MAX_ITEMS JSON objects. Each object is validated on
     its own (a bad item is that item's 400, not the batch's)."""
@@ -384,8 +418,13 @@ class BatchWriteSerializer(StrictSerializer):
     items = BatchItemsField(help_text=f"At most {BATCH_MAX_ITEMS} write bodies; the results come back in the same order.")
 
 
-def parse_write(data: Any, *, now: datetime, kinds: Mapping[str, MemoryKind] | None = None,
-                serializer_class: type[MemoryWriteSerializer] = MemoryWriteSerializer) -> WriteDraft:
+def parse_write(
+    data: Any,
+    *,
+    now: datetime,
+    kinds: Mapping[str, MemoryKind] | None = None,
+    serializer_class: type[MemoryWriteSerializer] = MemoryWriteSerializer,
+) -> WriteDraft:
     """A raw write body (or batch item) as a WriteDraft, or ValidationFailed naming every field error."""
     serializer = serializer_class(data=data, context={"now": now, "kinds": kinds})
     if not serializer.is_valid():
@@ -393,8 +432,13 @@ def parse_write(data: Any, *, now: datetime, kinds: Mapping[str, MemoryKind] | N
     return serializer.validated_draft()
 
 
-def parse_writes(items: list, *, now: datetime, kinds: Mapping[str, MemoryKind],
-                 serializer_class: type[MemoryWriteSerializer] = MemoryWriteSerializer) -> list[WriteDraft | ValidationFailed]:
+def parse_writes(
+    items: list,
+    *,
+    now: datetime,
+    kinds: Mapping[str, MemoryKind],
+    serializer_class: type[MemoryWriteSerializer] = MemoryWriteSerializer,
+) -> list[WriteDraft | ValidationFailed]:
     """`parse_write` for each item of a batch, in order (a draft, or the item's ValidationFailed),
     with one serializer whose fields are built once: DRF deep-copies a serializer's declared fields
     for every instance, which cost more than validating a batch item itself."""
@@ -416,30 +460,53 @@ def parse_writes(items: list, *, now: datetime, kinds: Mapping[str, MemoryKind],
 
 
 class TransitionSerializer(StrictSerializer):
-    expected_version = StrictIntegerField(min_value=1, max_value=VERSION_MAX, help_text="The version you decided on; a stale one is a 409.")
+    expected_version = StrictIntegerField(
+        min_value=1, max_value=VERSION_MAX, help_text="The version you decided on; a stale one is a 409."
+    )
     note = note_field(help_text="Why; kept in the history row.")
 
 
 class RecallQuerySerializer(StrictSerializer):
     """The body of `POST /api/v1/recall/`."""
 
-    query = StrictCharField(required=False, allow_blank=True, max_length=RECALL_QUERY_MAX_CHARS, default="",
-                            help_text="What the agent needs, in words.")
+    query = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=RECALL_QUERY_MAX_CHARS,
+        default="",
+        help_text="What the agent needs, in words.",
+    )
     purpose = StrictCharField(max_length=PURPOSE_MAX_CHARS, help_text="One of the purposes the token allows.")
-    subject = StrictCharField(required=False, allow_null=True, max_length=SUBJECT_MAX_CHARS,
-                              help_text="Only memories about this subject.")
-    kinds = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True,
-                                  max_length=RECALL_KINDS_MAX_ITEMS, help_text="Only these kinds.")
+    subject = StrictCharField(
+        required=False, allow_null=True, max_length=SUBJECT_MAX_CHARS, help_text="Only memories about this subject."
+    )
+    kinds = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        required=False,
+        allow_null=True,
+        max_length=RECALL_KINDS_MAX_ITEMS,
+        help_text="Only these kinds.",
+    )
     limit = StrictIntegerField(required=False, min_value=1, max_value=settings.MEMORY_RECALL_MAX_LIMIT, default=10)
-    token_budget = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=1_000_000,
-                                      help_text="Fill at most this many (estimated) tokens, in rank order.")
-    tenant = StrictCharField(required=False, allow_null=True,
-                             help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of.")
-    agent = StrictCharField(required=False, allow_null=True,
-                            help_text="Agents: optional, must be the token's agent. Reviewers: required with as_of.")
-    as_of = CheckedDateTimeField(required=False, allow_null=True,
-                                 help_text="Reviewers only (with tenant and agent): what recall would have returned at "
-                                           "this moment, reconstructed from history. An agent token sending it gets 403.")
+    token_budget = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=1_000_000,
+        help_text="Fill at most this many (estimated) tokens, in rank order.",
+    )
+    tenant = StrictCharField(
+        required=False, allow_null=True, help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of."
+    )
+    agent = StrictCharField(
+        required=False, allow_null=True, help_text="Agents: optional, must be the token's agent. Reviewers: required with as_of."
+    )
+    as_of = CheckedDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="Reviewers only (with tenant and agent): what recall would have returned at "
+        "this moment, reconstructed from history. An agent token sending it gets 403.",
+    )
 
     def validate_kinds(self, kinds):
         if not kinds:

@@ -49,8 +49,14 @@ def memory_body(**overrides: Any) -> dict:
         "authority": "user",
         "confidence": 0.9,
         "provenance": {
-            "source_type": "user_turn", "uri": f"chat://session/s-1#turn-{n}", "session_id": "s-1", "turn_id": str(n),
-            "tool": None, "source_version": None, "observed_at": "2026-11-29T10:00:00Z", "contaminated": False,
+            "source_type": "user_turn",
+            "uri": f"chat://session/s-1#turn-{n}",
+            "session_id": "s-1",
+            "turn_id": str(n),
+            "tool": None,
+            "source_version": None,
+            "observed_at": "2026-11-29T10:00:00Z",
+            "contaminated": False,
         },
     }
     for key, value in overrides.items():
@@ -123,6 +129,8 @@ def write(credential):
     """Write through the real service: write(**body_overrides) -> record."""
 
     def do(credential_=None, idempotency_key=None, **overrides):
-        return memory_write(credential=credential_ or credential, data=memory_body(**overrides), idempotency_key=idempotency_key).record
+        return memory_write(
+            credential=credential_ or credential, data=memory_body(**overrides), idempotency_key=idempotency_key
+        ).record
 
     return do

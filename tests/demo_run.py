@@ -25,11 +25,17 @@ class DemoRun:
         self.starts = 0
         self.log_path = directory / "bin-run.log"
         self.env = {
-            **{key: value for key, value in os.environ.items()
-               if key not in {"DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE"}
-               and not key.startswith(("JOB_", "PYTEST_", "CELERY_"))},
-            "APP_VAR_DIR": str(directory / "var"), "APP_PORT": str(self.port), "BIN_RUN_SKIP_INSTALL": "1",
-            "PROMETHEUS_MULTIPROC_DIR": str(directory / "var" / "prometheus"), "PROCFILE_STOP_TIMEOUT": "60",
+            **{
+                key: value
+                for key, value in os.environ.items()
+                if key not in {"DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "DJANGO_SETTINGS_MODULE"}
+                and not key.startswith(("JOB_", "PYTEST_", "CELERY_"))
+            },
+            "APP_VAR_DIR": str(directory / "var"),
+            "APP_PORT": str(self.port),
+            "BIN_RUN_SKIP_INSTALL": "1",
+            "PROMETHEUS_MULTIPROC_DIR": str(directory / "var" / "prometheus"),
+            "PROCFILE_STOP_TIMEOUT": "60",
             **env,
         }
         self.process: subprocess.Popen | None = None
@@ -45,8 +51,12 @@ class DemoRun:
         self.log_path = self.directory / ("bin-run.log" if self.starts == 1 else f"bin-run-{self.starts}.log")
         self.exports = {}
         self.process = subprocess.Popen(
-            [str(ROOT / "bin" / "run"), *args], cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
-            stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
+            [str(ROOT / "bin" / "run"), *args],
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log_path.open("wb"),
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, as a terminal's foreground job
         )
         deadline = time.monotonic() + timeout

@@ -62,9 +62,12 @@ class CeleryStack:
             "PYTHONUNBUFFERED": "1",
             "LOG_LEVEL": "INFO",
             # Nothing is scheduled unless a test asks for it.
-            "JOB_EXPIRE_INTERVAL": "0", "JOB_PROPAGATE_FORGETS_INTERVAL": "0",
-            "JOB_PROPOSE_DUPLICATES_INTERVAL": "0", "JOB_PRUNE_INTERVAL": "0",
-            "JOB_GOLDEN_RECALL_INTERVAL": "0", "JOB_ALERTS_INTERVAL": "0",
+            "JOB_EXPIRE_INTERVAL": "0",
+            "JOB_PROPAGATE_FORGETS_INTERVAL": "0",
+            "JOB_PROPOSE_DUPLICATES_INTERVAL": "0",
+            "JOB_PRUNE_INTERVAL": "0",
+            "JOB_GOLDEN_RECALL_INTERVAL": "0",
+            "JOB_ALERTS_INTERVAL": "0",
         }
 
     @property
@@ -75,7 +78,10 @@ class CeleryStack:
         log = self.directory / f"{label}-{len(self.processes)}.log"
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", *args],
-            cwd=self.directory, env={**self.env, **env}, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+            cwd=self.directory,
+            env={**self.env, **env},
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill -9 reaches the pool children too
         )
         self.processes.append((process, log))
@@ -83,20 +89,39 @@ class CeleryStack:
 
     def start_worker(self, concurrency: int = 1, **env: str) -> subprocess.Popen:
         name = f"{self.queue}-{len(self.processes)}@%h"
-        return self._spawn("worker", ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency), "-n", name,
-                                      "--without-gossip", "--without-mingle", "--without-heartbeat"], env)
+        return self._spawn(
+            "worker",
+            [
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(concurrency),
+                "-n",
+                name,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            env,
+        )
 
     def start_beat(self, **env: str) -> subprocess.Popen:
         # --max-interval 1: beat rereads the database schedule every second instead of every 5 s
         # (django-celery-beat's default), so a test sees an admin's change take effect sooner.
-        return self._spawn("beat", ["beat", "--loglevel", "INFO", "--pidfile", str(self.directory / "beat.pid"),
-                                    "--max-interval", "1"], env)
+        return self._spawn(
+            "beat", ["beat", "--loglevel", "INFO", "--pidfile", str(self.directory / "beat.pid"), "--max-interval", "1"], env
+        )
 
     def send(self, task: str, **env: str) -> None:
         """Publish one task message the way beat does (`celery call`)."""
         subprocess.run(
             [sys.executable, "-m", "celery", "-A", "config", "call", task],
-            cwd=self.directory, env={**self.env, **env}, check=True, capture_output=True, timeout=60,
+            cwd=self.directory,
+            env={**self.env, **env},
+            check=True,
+            capture_output=True,
+            timeout=60,
         )
 
     @staticmethod
@@ -156,13 +181,31 @@ class GunicornServer:
     def start(self) -> None:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "DATABASE_URL": database_url_for_subprocesses(), "DJANGO_SETTINGS_MODULE": "config.settings",
-               "APP_VAR_DIR": str(settings.VAR_DIR), **self.env}
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url_for_subprocesses(),
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "APP_VAR_DIR": str(settings.VAR_DIR),
+            **self.env,
+        }
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(self.workers),
-             "--log-level", "warning"],
-            cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(self.workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -185,13 +228,17 @@ class GunicornServer:
                 self.process.wait()
         self.process = None
 
-    def call(self, method: str, path: str, token: str | None = None, body: dict | None = None,
-             timeout: float = 10) -> tuple[int, dict | str]:
+    def call(
+        self, method: str, path: str, token: str | None = None, body: dict | None = None, timeout: float = 10
+    ) -> tuple[int, dict | str]:
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(
-            self.base + path, method=method, data=json.dumps(body).encode() if body is not None else None, headers=headers,
+            self.base + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers=headers,
         )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -19,8 +19,17 @@ import pytest
 from tests.demo_run import DemoRun
 from tests.processes import ROOT, wait_for
 
-NOISE = ["Traceback", "SIGKILL", "killing it", "No hostname was supplied", "InformationOnly", "Editable install",
-         "exited with 'signal", "WorkerLostError", "ERROR"]
+NOISE = [
+    "Traceback",
+    "SIGKILL",
+    "killing it",
+    "No hostname was supplied",
+    "InformationOnly",
+    "Editable install",
+    "exited with 'signal",
+    "WorkerLostError",
+    "ERROR",
+]
 
 
 @pytest.mark.worker
@@ -31,13 +40,18 @@ def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_clea
         database = sqlite3.connect(tmp_path / "var" / "db.sqlite3", timeout=10)
 
         def beat_ran() -> bool:
-            return database.execute("SELECT count(*) FROM governance_jobrun WHERE job = 'expire' AND trigger = 'beat' "
-                                    "AND status = 'succeeded'").fetchone()[0] >= 2
+            return (
+                database.execute(
+                    "SELECT count(*) FROM governance_jobrun WHERE job = 'expire' AND trigger = 'beat' AND status = 'succeeded'"
+                ).fetchone()[0]
+                >= 2
+            )
 
         wait_for(beat_ran, timeout=60, interval=0.5, what="beat's database schedule to run expire twice")
         every, enabled = database.execute(
             "SELECT i.every, t.enabled FROM django_celery_beat_periodictask t "
-            "JOIN django_celery_beat_intervalschedule i ON i.id = t.interval_id WHERE t.name = 'job-expire'").fetchone()
+            "JOIN django_celery_beat_intervalschedule i ON i.id = t.interval_id WHERE t.name = 'job-expire'"
+        ).fetchone()
         assert (every, enabled) == (1, 1)
         database.close()
         # The demo shows the project's own pages, never Django's debug ones (DEBUG is off in bin/run).
@@ -58,11 +72,14 @@ def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_clea
     assert not found, f"{found} in:\n{output[-8000:]}"
 
 
-def call(demo: DemoRun, method: str, path: str, token: str, body: dict | None = None,
-         headers: dict | None = None) -> tuple[int, dict, dict]:
+def call(
+    demo: DemoRun, method: str, path: str, token: str, body: dict | None = None, headers: dict | None = None
+) -> tuple[int, dict, dict]:
     """(status, JSON body, headers) of one API call to the demo."""
     request = urllib.request.Request(
-        demo.exports["API"] + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+        demo.exports["API"] + path,
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", **(headers or {})},
     )
     try:
@@ -72,8 +89,15 @@ def call(demo: DemoRun, method: str, path: str, token: str, body: dict | None = 
         return error.code, json.load(error), dict(error.headers)
 
 
-NOTE = {"kind": "preference", "subject": "customer/acme", "purpose": "support", "content": "Wants invoices by post.",
-        "authority": "user", "confidence": 0.9, "provenance": {"source_type": "user_turn", "session_id": "s-restart"}}
+NOTE = {
+    "kind": "preference",
+    "subject": "customer/acme",
+    "purpose": "support",
+    "content": "Wants invoices by post.",
+    "authority": "user",
+    "confidence": 0.9,
+    "provenance": {"source_type": "user_turn", "session_id": "s-restart"},
+}
 
 
 @pytest.mark.worker
@@ -124,9 +148,15 @@ def test_bin_run_refuses_an_unknown_argument_and_a_reset_of_a_database_it_does_n
 
 def launch(tmp_path, procfile: str, stop_timeout: str = "10") -> subprocess.Popen:
     (tmp_path / "Procfile").write_text(procfile)
-    return subprocess.Popen([sys.executable, str(ROOT / "bin" / "procfile.py"), str(tmp_path / "Procfile")],
-                            cwd=tmp_path, env={**os.environ, "PROCFILE_STOP_TIMEOUT": stop_timeout},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "bin" / "procfile.py"), str(tmp_path / "Procfile")],
+        cwd=tmp_path,
+        env={**os.environ, "PROCFILE_STOP_TIMEOUT": stop_timeout},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_until_printed(process: subprocess.Popen, text: str, count: int = 1) -> str:
@@ -177,8 +207,10 @@ def test_ctrl_c_reaches_each_main_process_not_its_children(tmp_path):
 
 
 # A process that ignores SIGTERM and says when it is up.
-STUBBORN = (f"{sys.executable} -c \"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "print('up', flush=True); time.sleep(60)\"")
+STUBBORN = (
+    f'{sys.executable} -c "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); '
+    "print('up', flush=True); time.sleep(60)\""
+)
 
 
 def test_a_process_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_said_so(tmp_path):
@@ -201,7 +233,9 @@ def test_a_process_that_exits_by_itself_stops_the_others(tmp_path):
 
 
 def test_a_closed_terminal_stops_every_process(tmp_path):
-    process = launch(tmp_path, f"one: sleep 60\ntwo: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n")
+    process = launch(
+        tmp_path, f"one: sleep 60\ntwo: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n"
+    )
     # "two | up" can come before the launcher's own "two started" line: wait for both starts too
     seen = wait_until_printed(process, "up")
     while len(re.findall(r"started \(pid (\d+)\)", seen)) < 2:
@@ -212,8 +246,12 @@ def test_a_closed_terminal_stops_every_process(tmp_path):
     output = process.communicate(timeout=30)[0]
     assert "SIGHUP received" in output and "one stopped" in output and "two stopped" in output, output
     for pid in children:
-        wait_for(lambda pid=pid: not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
-                 timeout=10, interval=0.1, what=f"process {pid} to end")
+        wait_for(
+            lambda pid=pid: not os.path.exists(f"/proc/{pid}") or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
+            timeout=10,
+            interval=0.1,
+            what=f"process {pid} to end",
+        )
 
 
 def test_a_second_ctrl_c_kills_what_is_left_at_once(tmp_path):

@@ -79,11 +79,15 @@ def code_blocks(text: str) -> list[Block]:
 
 
 def test_the_parser_finds_fenced_and_indented_blocks_and_which_call_the_api():
-    text = ("Intro\n\n    curl -s $API/x/ \\\n      -H 'A: b'\n\n    # same block\n\nText\n<!-- readme-example: not run, a sketch -->\n"
-            "```sh\ncurl -s $API/y/\n```\n\n```python\nprint('no')\n```\n- a list item\n  continued\n")
+    text = (
+        "Intro\n\n    curl -s $API/x/ \\\n      -H 'A: b'\n\n    # same block\n\nText\n<!-- readme-example: not run, a sketch -->\n"
+        "```sh\ncurl -s $API/y/\n```\n\n```python\nprint('no')\n```\n- a list item\n  continued\n"
+    )
     blocks = code_blocks(text)
     assert [(block.line, block.code) for block in blocks] == [
-        (3, "curl -s $API/x/ \\\n  -H 'A: b'\n\n# same block"), (11, "curl -s $API/y/"), (15, "print('no')"),
+        (3, "curl -s $API/x/ \\\n  -H 'A: b'\n\n# same block"),
+        (11, "curl -s $API/y/"),
+        (15, "print('no')"),
     ]
     assert [block.calls_api for block in blocks] == [True, True, False]
     assert NOT_RUN.search(blocks[1].marker) and not NOT_RUN.search(blocks[0].marker)
@@ -106,8 +110,10 @@ def records_in_the_tenant(demo: DemoRun) -> int:
 
 
 def api_examples() -> dict[Path, list[Block]]:
-    return {page: [block for block in code_blocks(page.read_text()) if block.calls_api and not NOT_RUN.search(block.marker)]
-            for page in PAGES}
+    return {
+        page: [block for block in code_blocks(page.read_text()) if block.calls_api and not NOT_RUN.search(block.marker)]
+        for page in PAGES
+    }
 
 
 def run_examples(demo: DemoRun, examples: dict[Path, list[Block]], directory: Path, label: str) -> None:
@@ -122,9 +128,17 @@ def run_examples(demo: DemoRun, examples: dict[Path, list[Block]], directory: Pa
         for block in blocks:
             script += [f"EXAMPLE_BLOCK={name}:{block.line}", f"echo '=== {name} line {block.line}'", block.code, ""]
         result = subprocess.run(
-            ["bash", "-c", "\n".join(script)], cwd=directory, capture_output=True, text=True, timeout=300,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(directory), "EXAMPLE_STATUS_LOG": str(status_log),
-                 **demo.exports},
+            ["bash", "-c", "\n".join(script)],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(directory),
+                "EXAMPLE_STATUS_LOG": str(status_log),
+                **demo.exports,
+            },
         )
         transcript = result.stdout + result.stderr
         transcripts.append(transcript)
@@ -135,11 +149,17 @@ def run_examples(demo: DemoRun, examples: dict[Path, list[Block]], directory: Pa
         where, status = row.rsplit(" ", 1)
         calls.setdefault(where, []).append(status)
     failed = {where: statuses for where, statuses in calls.items() if any(not s.startswith("2") for s in statuses)}
-    silent = [f"{page.relative_to(ROOT).as_posix()}:{block.line}" for page, blocks in examples.items() for block in blocks
-              if f"{page.relative_to(ROOT).as_posix()}:{block.line}" not in calls]
+    silent = [
+        f"{page.relative_to(ROOT).as_posix()}:{block.line}"
+        for page, blocks in examples.items()
+        for block in blocks
+        if f"{page.relative_to(ROOT).as_posix()}:{block.line}" not in calls
+    ]
     assert not failed and not silent and not failures, (
         f"{label}: examples that failed (page:line: HTTP statuses): {failed}; made no call: {silent}\n"
-        + "\n".join(failures) + "\n" + "\n".join(transcripts)[-12000:]
+        + "\n".join(failures)
+        + "\n"
+        + "\n".join(transcripts)[-12000:]
     )
 
 
@@ -168,9 +188,17 @@ def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_
         # superseded, recall still finds them, and the agent's token still works.
         assert acme_before <= active_acme_ids(demo)
         recall = urllib.request.Request(
-            demo.exports["API"] + "/recall/", method="POST",
-            data=json.dumps({"query": "does acme prefer email or phone", "purpose": "support",
-                             "subject": "customer/acme", "limit": 10, "token_budget": 800}).encode(),
+            demo.exports["API"] + "/recall/",
+            method="POST",
+            data=json.dumps(
+                {
+                    "query": "does acme prefer email or phone",
+                    "purpose": "support",
+                    "subject": "customer/acme",
+                    "limit": 10,
+                    "token_budget": 800,
+                }
+            ).encode(),
             headers={"Authorization": f"Bearer {demo.exports['TOKEN']}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(recall, timeout=30) as response:
@@ -179,7 +207,9 @@ def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_
         # What the README's tour says of this recall (its step 4): the preference its step 1 wrote,
         # then the demo's, both matching the question's words.
         assert [item["content"] for item in items[:2]] == [
-            "Prefers email over phone.", "Prefers email over phone for routine updates."]
+            "Prefers email over phone.",
+            "Prefers email over phone for routine updates.",
+        ]
         assert all(item["score_parts"]["lexical"] > 0 for item in items[:2])
     finally:
         demo.kill()

@@ -90,9 +90,19 @@ class Draw:
 
 # Pools for the slots that events and multi-hop templates name.
 SLOT_POOLS = {
-    "other": T.OTHERS, "city": T.CITIES, "company": T.COMPANIES, "meeting": T.MEETING_PLACES,
-    "sibjob": T.SIB_JOBS, "book": T.BOOKS, "country": T.COUNTRIES, "dish": T.DISHES, "kid": T.KIDS,
-    "pet": T.PET_NAMES, "friend": T.FRIEND_JOBS, "obsession_gift": T.OBSESSIONS, "vet": T.VET_ISSUES,
+    "other": T.OTHERS,
+    "city": T.CITIES,
+    "company": T.COMPANIES,
+    "meeting": T.MEETING_PLACES,
+    "sibjob": T.SIB_JOBS,
+    "book": T.BOOKS,
+    "country": T.COUNTRIES,
+    "dish": T.DISHES,
+    "kid": T.KIDS,
+    "pet": T.PET_NAMES,
+    "friend": T.FRIEND_JOBS,
+    "obsession_gift": T.OBSESSIONS,
+    "vet": T.VET_ISSUES,
 }
 
 
@@ -151,11 +161,19 @@ class Builder:
         self.conv.blocks[session].append(list(turns))
         return list(turns)
 
-    def ask(self, category: str, topic: str, speaker: str, asks: list[str], slots: dict, evidence: list[Turn],
-            answer: str) -> None:
-        self.conv.questions.append(Question(category=category, topic=topic, speaker=speaker,
-                                            question=fill(self.rng.choice(asks), slots), evidence=evidence,
-                                            answer=answer))
+    def ask(
+        self, category: str, topic: str, speaker: str, asks: list[str], slots: dict, evidence: list[Turn], answer: str
+    ) -> None:
+        self.conv.questions.append(
+            Question(
+                category=category,
+                topic=topic,
+                speaker=speaker,
+                question=fill(self.rng.choice(asks), slots),
+                evidence=evidence,
+                answer=answer,
+            )
+        )
 
     def slots_for(self, spec: dict, base: dict) -> dict:
         """Draws exactly the slots the spec's templates name and `base` does not already hold."""
@@ -208,9 +226,20 @@ class Builder:
         spec = T.ADVICE_TOPICS[advice]
         slots = {**self.base(speaker), "other": self.draw(T.OTHERS)}
         advice_turn = Turn(self.other(speaker), fill(spec["advice"], slots))
-        self.place(self.session(), Turn(speaker, fill(spec["setup"], slots)), advice_turn,
-                   Turn(speaker, fill(self.rng.choice(["Thanks, {P}. You're right, as usual.",
-                                                       "Okay. I'll try that, {P}.", "Hmm, maybe. Thank you."]), slots)))
+        self.place(
+            self.session(),
+            Turn(speaker, fill(spec["setup"], slots)),
+            advice_turn,
+            Turn(
+                speaker,
+                fill(
+                    self.rng.choice(
+                        ["Thanks, {P}. You're right, as usual.", "Okay. I'll try that, {P}.", "Hmm, maybe. Thank you."]
+                    ),
+                    slots,
+                ),
+            ),
+        )
         self.ask("open", advice, speaker, spec["asks"], slots, [advice_turn], advice_turn.text)
 
     def events(self, speaker: str, topics: list[str]) -> None:
@@ -234,14 +263,23 @@ class Builder:
             then = Turn(speaker, fill(spec["then"], slots))
             self.place(early, first, *self.reaction(speaker, T.REACTIONS, {"Y": speaker}))
             self.place(late, then, *self.reaction(speaker, T.REACTIONS, {"Y": speaker}))
-            self.ask("temporal", f"{topic}.latest", speaker, spec["ask_latest"], slots, [then],
-                     fill(spec["answer_latest"], slots))
+            self.ask(
+                "temporal", f"{topic}.latest", speaker, spec["ask_latest"], slots, [then], fill(spec["answer_latest"], slots)
+            )
             if "ask_changed" in spec:
-                self.ask("temporal", f"{topic}.changed", speaker, spec["ask_changed"], slots, [first, then],
-                         f"{first.text} -> {then.text}")
+                self.ask(
+                    "temporal",
+                    f"{topic}.changed",
+                    speaker,
+                    spec["ask_changed"],
+                    slots,
+                    [first, then],
+                    f"{first.text} -> {then.text}",
+                )
             else:
-                self.ask("temporal", f"{topic}.first", speaker, spec["ask_first"], slots, [first],
-                         fill(spec["answer_first"], slots))
+                self.ask(
+                    "temporal", f"{topic}.first", speaker, spec["ask_first"], slots, [first], fill(spec["answer_first"], slots)
+                )
 
     def multi_hop(self, speaker: str, topics: list[str]) -> None:
         for topic in topics:
@@ -318,10 +356,19 @@ class Builder:
             self.rng.shuffle(blocks)
             opener = self.rng.choice(self.conv.speakers)
             closer = self.rng.choice(self.conv.speakers)
-            blocks.insert(0, [Turn(opener, self.rng.choice(T.GREETINGS).format(Y=self.other(opener))),
-                              Turn(self.other(opener), self.rng.choice(T.GREETING_REPLIES).format(Y=opener))])
-            blocks.append([Turn(closer, self.rng.choice(T.GOODBYES).format(Y=self.other(closer))),
-                           Turn(self.other(closer), self.rng.choice(T.GOODBYES).format(Y=closer))])
+            blocks.insert(
+                0,
+                [
+                    Turn(opener, self.rng.choice(T.GREETINGS).format(Y=self.other(opener))),
+                    Turn(self.other(opener), self.rng.choice(T.GREETING_REPLIES).format(Y=opener)),
+                ],
+            )
+            blocks.append(
+                [
+                    Turn(closer, self.rng.choice(T.GOODBYES).format(Y=self.other(closer))),
+                    Turn(self.other(closer), self.rng.choice(T.GOODBYES).format(Y=closer)),
+                ]
+            )
 
 
 def plan_speakers(rng: random.Random, speakers: tuple[str, str]) -> dict[str, dict]:
@@ -348,8 +395,14 @@ def plan_speakers(rng: random.Random, speakers: tuple[str, str]) -> dict[str, di
         for topic in rng.sample(sorted(T.OPEN_TOPICS), OPEN_PER_SPEAKER):
             opens[topic] = 1 - open_variants[topic] if topic in open_variants else rng.randint(0, 1)
             open_variants[topic] = opens[topic]
-        plans[speaker] = {"singles": singles, "opens": opens, "advice": advice, "events": events,
-                          "corrections": corrections, "multi": multi}
+        plans[speaker] = {
+            "singles": singles,
+            "opens": opens,
+            "advice": advice,
+            "events": events,
+            "corrections": corrections,
+            "multi": multi,
+        }
     return plans
 
 
@@ -382,25 +435,43 @@ def to_json(conv: Conversation) -> dict:
         turns = [turn for block in blocks for turn in block]
         for position, turn in enumerate(turns, start=1):
             turn.id = f"{session_id}-t{position}"
-        sessions.append({"id": session_id, "date": when.strftime("%Y-%m-%dT%H:%M:00Z"),
-                         "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text} for t in turns]})
+        sessions.append(
+            {
+                "id": session_id,
+                "date": when.strftime("%Y-%m-%dT%H:%M:00Z"),
+                "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text} for t in turns],
+            }
+        )
     questions = [
-        {"id": f"{conv.id}-q{n:02d}", "category": q.category, "topic": q.topic, "about": q.speaker,
-         "question": q.question, "evidence": [t.id for t in q.evidence], "answer": q.answer}
+        {
+            "id": f"{conv.id}-q{n:02d}",
+            "category": q.category,
+            "topic": q.topic,
+            "about": q.speaker,
+            "question": q.question,
+            "evidence": [t.id for t in q.evidence],
+            "answer": q.answer,
+        }
         for n, q in enumerate(conv.questions, start=1)
     ]
-    return {"id": conv.id, "subject": f"dialogue/{conv.id}", "speakers": list(conv.speakers), "sessions": sessions,
-            "questions": questions}
+    return {
+        "id": conv.id,
+        "subject": f"dialogue/{conv.id}",
+        "speakers": list(conv.speakers),
+        "sessions": sessions,
+        "questions": questions,
+    }
 
 
 def generate() -> dict[str, dict]:
     rng = random.Random(SEED)
     names = rng.sample(T.SPEAKERS, 2 * N_CONVERSATIONS)
-    conversations = [to_json(build_conversation(rng, i + 1, (names[2 * i], names[2 * i + 1])))
-                     for i in range(N_CONVERSATIONS)]
+    conversations = [to_json(build_conversation(rng, i + 1, (names[2 * i], names[2 * i + 1]))) for i in range(N_CONVERSATIONS)]
     header = {"format": 1, "seed": SEED, "generator": "bench.recall_eval.generate"}
-    return {"dev": {**header, "part": "dev", "conversations": conversations[:N_DEV]},
-            "blind": {**header, "part": "blind", "conversations": conversations[N_DEV:]}}
+    return {
+        "dev": {**header, "part": "dev", "conversations": conversations[:N_DEV]},
+        "blind": {**header, "part": "blind", "conversations": conversations[N_DEV:]},
+    }
 
 
 def serialise(part: dict) -> bytes:

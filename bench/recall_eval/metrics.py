@@ -46,7 +46,6 @@ def summarise(scored: Iterable[dict], categories: Sequence[str]) -> dict[str, di
             **{f"hit@{k}": (sum(r[f"hit@{k}"] for r in group) / n if n else None) for k in KS},
             "mrr": sum(r["rr"] for r in group) / n if n else None,
             "multi_n": len(multi),
-            "all_evidence@10": (sum(r["evidence_in_top10"] == r["evidence"] for r in multi) / len(multi)
-                                if multi else None),
+            "all_evidence@10": (sum(r["evidence_in_top10"] == r["evidence"] for r in multi) / len(multi) if multi else None),
         }
     return summary

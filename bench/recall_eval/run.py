@@ -50,8 +50,11 @@ CONFIGS: dict[str, dict] = {
     # Lexical + the semantic index (needs the `semantic` extra): built over every written turn and
     # made active, so recall fuses both. Each gunicorn worker loads the model at its first recall,
     # which on a loaded 2-core machine can take longer than gunicorn's default 30 s worker timeout.
-    "hybrid": {"env": {"GUNICORN_CMD_ARGS": "--timeout 300"}, "recall": {},
-               "after_writes": [["rebuild_index", "semantic", "--kind", "semantic", "--wait"]]},
+    "hybrid": {
+        "env": {"GUNICORN_CMD_ARGS": "--timeout 300"},
+        "recall": {},
+        "after_writes": [["rebuild_index", "semantic", "--kind", "semantic", "--wait"]],
+    },
 }
 
 
@@ -78,8 +81,15 @@ def recreate_postgres(maintenance_url: str, name: str, *, drop_only: bool = Fals
 
 def server_environment(database_url: str, var_dir: Path, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
-    env.update(DATABASE_URL=database_url, APP_VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="config.settings",
-               API_THROTTLE_RATE="1000000/min", DEBUG="false", LOG_LEVEL="WARNING", **extra)
+    env.update(
+        DATABASE_URL=database_url,
+        APP_VAR_DIR=str(var_dir),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        API_THROTTLE_RATE="1000000/min",
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+        **extra,
+    )
     return env
 
 
@@ -111,12 +121,21 @@ def start_server(env: dict[str, str], log: Path, workers: int):
 
 def write_body(conv: dict, session: dict, turn: dict) -> dict:
     return {
-        "kind": "episodic", "subject": conv["subject"], "purpose": PURPOSE, "content": dataset.turn_content(turn),
-        "authority": "user", "confidence": 0.9,
+        "kind": "episodic",
+        "subject": conv["subject"],
+        "purpose": PURPOSE,
+        "content": dataset.turn_content(turn),
+        "authority": "user",
+        "confidence": 0.9,
         "provenance": {
-            "source_type": "user_turn", "uri": f"chat://{conv['id']}/{session['id']}#{turn['id']}",
-            "session_id": session["id"], "turn_id": turn["id"], "tool": None, "source_version": None,
-            "observed_at": session["date"], "contaminated": False,
+            "source_type": "user_turn",
+            "uri": f"chat://{conv['id']}/{session['id']}#{turn['id']}",
+            "session_id": session["id"],
+            "turn_id": turn["id"],
+            "tool": None,
+            "source_version": None,
+            "observed_at": session["date"],
+            "contaminated": False,
         },
     }
 
@@ -145,7 +164,7 @@ def write_conversation(server, token: str, conv: dict, batch: bool) -> dict[str,
     ids = {}
     if batch:
         for start in range(0, len(bodies), BATCH_SIZE):
-            chunk = bodies[start:start + BATCH_SIZE]
+            chunk = bodies[start : start + BATCH_SIZE]
             status, payload = call(server, "POST", "/api/v1/memories/batch/", token, {"items": [b for _, b in chunk]})
             if status != 200:
                 raise SystemExit(f"batch write failed: {status} {str(payload)[:500]}")
@@ -162,11 +181,18 @@ def write_conversation(server, token: str, conv: dict, batch: bool) -> dict[str,
 # asking the questions
 
 
-def ask(server, token: str, conv: dict, question: dict, record_turns: dict[str, str],
-        recall_fields: dict) -> tuple[list[str], list[float], float]:
+def ask(
+    server, token: str, conv: dict, question: dict, record_turns: dict[str, str], recall_fields: dict
+) -> tuple[list[str], list[float], float]:
     """The turn ids recall returned for the question, best first, their scores, and the seconds taken."""
-    body = {"query": question["question"], "purpose": PURPOSE, "subject": conv["subject"], "kinds": ["episodic"],
-            "limit": LIMIT, **recall_fields}
+    body = {
+        "query": question["question"],
+        "purpose": PURPOSE,
+        "subject": conv["subject"],
+        "kinds": ["episodic"],
+        "limit": LIMIT,
+        **recall_fields,
+    }
     started = time.perf_counter()
     status, payload = call(server, "POST", "/api/v1/recall/", token, body)
     seconds = time.perf_counter() - started
@@ -182,10 +208,19 @@ def evaluate_part(server, token: str, data: dict, record_turns: dict[str, str], 
         for question in conv["questions"]:
             ranking, scores, seconds = ask(server, token, conv, question, record_turns, recall_fields)
             latencies.append(seconds)
-            scored.append({"id": question["id"], "category": question["category"], "ranking": ranking, "scores": scores,
-                           "evidence_ids": question["evidence"], **metrics.score_question(ranking, question["evidence"])})
+            scored.append(
+                {
+                    "id": question["id"],
+                    "category": question["category"],
+                    "ranking": ranking,
+                    "scores": scores,
+                    "evidence_ids": question["evidence"],
+                    **metrics.score_question(ranking, question["evidence"]),
+                }
+            )
     return {
-        "sha256": data["sha256"], "frozen": data["frozen"],
+        "sha256": data["sha256"],
+        "frozen": data["frozen"],
         "summary": metrics.summarise(scored, dataset.CATEGORIES),
         "recall_latency_ms": {"p50": percentile(latencies, 0.5) * 1000, "p95": percentile(latencies, 0.95) * 1000},
         "questions": scored,
@@ -201,8 +236,10 @@ def pct(value) -> str:
 
 
 def markdown_table(report: dict) -> str:
-    lines = ["| part | category | questions | hit@5 % | hit@10 % | MRR | all evidence in top 10 % |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| part | category | questions | hit@5 % | hit@10 % | MRR | all evidence in top 10 % |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for part, result in report["parts"].items():
         for name in (*dataset.CATEGORIES, "all"):
             row = result["summary"][name]
@@ -241,10 +278,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--part", choices=("dev", "blind", "both"), default="both")
     parser.add_argument("--config", default="default", help="index configuration name (see CONFIGS)")
-    parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra server environment for this run (repeatable)")
-    parser.add_argument("--recall-field", action="append", default=[], metavar="KEY=JSON",
-                        help="extra field in every recall body (repeatable)")
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra server environment for this run (repeatable)",
+    )
+    parser.add_argument(
+        "--recall-field", action="append", default=[], metavar="KEY=JSON", help="extra field in every recall body (repeatable)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
     parser.add_argument("--clients", type=int, default=5, help="conversations written in parallel")
     parser.add_argument("--call-timeout", type=float, default=CALL_TIMEOUT, help="seconds per HTTP call")
@@ -282,8 +325,9 @@ def main(argv: list[str] | None = None) -> dict:
     server = None
     try:
         manage(env, "migrate", "--noinput", "-v0")
-        token = manage(env, "issue_agent_token", "--tenant", TENANT, "--agent", AGENT,
-                       "--purposes", PURPOSE).strip().splitlines()[-1]
+        token = (
+            manage(env, "issue_agent_token", "--tenant", TENANT, "--agent", AGENT, "--purposes", PURPOSE).strip().splitlines()[-1]
+        )
         server = start_server(env, workdir / "gunicorn.log", args.workers)
         server.call_timeout = args.call_timeout
 
@@ -300,15 +344,24 @@ def main(argv: list[str] | None = None) -> dict:
         for command in after_writes:
             started = time.perf_counter()
             output = manage(env, *command).strip().splitlines()
-            setup.append({"command": " ".join(command), "seconds": round(time.perf_counter() - started, 1),
-                          "output": output[-1] if output else ""})
+            setup.append(
+                {
+                    "command": " ".join(command),
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "output": output[-1] if output else "",
+                }
+            )
             print(f"manage.py {' '.join(command)}: {setup[-1]['seconds']} s", flush=True)
 
         report = {
             "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": "python -m bench.recall_eval.run " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "database": args.database, "config": args.config, "server_env": server_env, "recall_fields": recall_fields,
-            "revision": git_revision(), "workers": args.workers,
+            "database": args.database,
+            "config": args.config,
+            "server_env": server_env,
+            "recall_fields": recall_fields,
+            "revision": git_revision(),
+            "workers": args.workers,
             "writes": {"turns": turns, "seconds": round(write_seconds, 2), "mode": "batch" if batch else "single"},
             "setup": setup,
             "parts": {part: evaluate_part(server, token, data[part], record_turns, recall_fields) for part in parts},

@@ -46,8 +46,9 @@ def main(argv: list[str] | None = None) -> None:
 
     scored: dict[float, list[dict]] = {alpha: [] for alpha in alphas}
     for conv in data["conversations"]:
-        scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=PURPOSE, now=now,
-                      subject=conv["subject"], kind_ids=episodic)
+        scope = Scope(
+            tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=PURPOSE, now=now, subject=conv["subject"], kind_ids=episodic
+        )
         for question in conv["questions"]:
             head = list(islice(iter(rank(lexical_index, scope, question["question"])), fusion.DEPTH + LIMIT))
             similarity = semantic.similar(semantic_index, scope, question["question"], depth=fusion.DEPTH)
@@ -55,8 +56,7 @@ def main(argv: list[str] | None = None) -> None:
                 with mock.patch.object(fusion, "ALPHA", alpha):
                     rows = list(islice(fusion.fuse(iter(head), similarity, now=now), LIMIT))
                 ranking = [turns[row.record_id] for row in rows]
-                scored[alpha].append({"category": question["category"],
-                                      **metrics.score_question(ranking, question["evidence"])})
+                scored[alpha].append({"category": question["category"], **metrics.score_question(ranking, question["evidence"])})
     print("| lexical share | hit@5 % | hit@10 % | MRR | " + " | ".join(f"{c} hit@10" for c in dataset.CATEGORIES) + " |")
     for alpha in alphas:
         summary = metrics.summarise(scored[alpha], dataset.CATEGORIES)

@@ -15,7 +15,17 @@ class AlertPolicyAdmin(admin.ModelAdmin):
 
 @admin.register(Alert)
 class AlertAdmin(admin.ModelAdmin):
-    list_display = ["tenant", "kind", "job", "summary", "opened_at", "last_seen_at", "resolved_at", "notified_at", "notified_count"]
+    list_display = [
+        "tenant",
+        "kind",
+        "job",
+        "summary",
+        "opened_at",
+        "last_seen_at",
+        "resolved_at",
+        "notified_at",
+        "notified_count",
+    ]
     list_filter = ["kind", "tenant"]
     list_select_related = ["tenant"]
     date_hierarchy = "opened_at"

@@ -58,18 +58,31 @@ class Digest:
 
     @property
     def is_empty(self) -> bool:
-        return not (self.new_in_quarantine or self.approved or self.rejected or self.drift_due or self.expiring
-                    or self.forget_filed or self.forget_completed or self.forget_items or self.alerts)
+        return not (
+            self.new_in_quarantine
+            or self.approved
+            or self.rejected
+            or self.drift_due
+            or self.expiring
+            or self.forget_filed
+            or self.forget_completed
+            or self.forget_items
+            or self.alerts
+        )
 
     @property
     def subject(self) -> str:
-        return (f"[governed memory] Daily digest: {self.new_in_quarantine} new in quarantine, "
-                f"{self.approved + self.rejected} decided, {self.drift_due} due for drift review")
+        return (
+            f"[governed memory] Daily digest: {self.new_in_quarantine} new in quarantine, "
+            f"{self.approved + self.rejected} decided, {self.drift_due} due for drift review"
+        )
 
 
 def _record_item(record: MemoryRecord) -> DigestItem:
     flags = ", ".join(code for code, _ in risk_reasons(record.risk_flags))
-    what = f"{record.kind.name} from {record.source_type.replace('_', ' ')} ({record.tenant.slug})" + (f", flagged: {flags}" if flags else "")
+    what = f"{record.kind.name} from {record.source_type.replace('_', ' ')} ({record.tenant.slug})" + (
+        f", flagged: {flags}" if flags else ""
+    )
     return DigestItem(str(record.pk)[:8], what, link("review:memory_detail", record.pk))
 
 
@@ -83,34 +96,53 @@ def build_digest(user, *, since: datetime, now: datetime) -> Digest:
     digest.quarantine_items = [_record_item(r) for r in fresh.select_related("kind", "tenant")[:ITEMS_LISTED]]
     history = actor.in_tenants(MemoryRecord.history.filter(history_date__gte=since, history_date__lt=now))
     reasons = {f"{channel}.{decision}": decision for channel in ("review", "admin") for decision in DECISIONS}
-    decided = dict(history.filter(history_change_reason__in=reasons).order_by().values_list("history_change_reason")
-                   .annotate(n=Count("history_id")))
+    decided = dict(
+        history.filter(history_change_reason__in=reasons)
+        .order_by()
+        .values_list("history_change_reason")
+        .annotate(n=Count("history_id"))
+    )
     digest.approved = sum(n for reason, n in decided.items() if reasons[reason] == "promote")
     digest.rejected = sum(n for reason, n in decided.items() if reasons[reason] == "reject")
     digest.drift_due = drift_queue(actor, now=now).count()
-    expiring = scope.filter(status=Status.ACTIVE, expires_at__gt=now, expires_at__lte=now + EXPIRING_WITHIN).order_by("expires_at")
+    expiring = scope.filter(status=Status.ACTIVE, expires_at__gt=now, expires_at__lte=now + EXPIRING_WITHIN).order_by(
+        "expires_at"
+    )
     digest.expiring = expiring.count()
     digest.expiring_items = [_record_item(r) for r in expiring.select_related("kind", "tenant")[:ITEMS_LISTED]]
-    forgets = (forget_requests_in_scope(actor)
-               .filter(Q(requested_at__gte=since) | Q(completed_at__gte=since) | Q(status=ForgetRequest.Status.PROPAGATING))
-               .annotate(receipt_count=Count("receipts")).order_by("-requested_at"))
-    for request in forgets[:ITEMS_LISTED * 2]:
-        state = (f"completed, {request.affected} records, {request.receipt_count} receipts" if request.completed_at
-                 else f"propagating, {request.affected} records, {request.receipt_count} receipts so far")
-        digest.forget_items.append(DigestItem(str(request.pk)[:8], f"{state} ({request.tenant.slug})",
-                                              link("review:forget_detail", request.pk)))
+    forgets = (
+        forget_requests_in_scope(actor)
+        .filter(Q(requested_at__gte=since) | Q(completed_at__gte=since) | Q(status=ForgetRequest.Status.PROPAGATING))
+        .annotate(receipt_count=Count("receipts"))
+        .order_by("-requested_at")
+    )
+    for request in forgets[: ITEMS_LISTED * 2]:
+        state = (
+            f"completed, {request.affected} records, {request.receipt_count} receipts"
+            if request.completed_at
+            else f"propagating, {request.affected} records, {request.receipt_count} receipts so far"
+        )
+        digest.forget_items.append(
+            DigestItem(str(request.pk)[:8], f"{state} ({request.tenant.slug})", link("review:forget_detail", request.pk))
+        )
     digest.forget_filed = forgets.filter(requested_at__gte=since).count()
     digest.forget_completed = forgets.filter(completed_at__gte=since).count()
-    digest.alerts = [(alert, alert_link(alert, alert.tenant.slug)) for alert in
-                     actor.in_tenants(Alert.objects.filter(resolved_at__isnull=True).select_related("tenant"))]
+    digest.alerts = [
+        (alert, alert_link(alert, alert.tenant.slug))
+        for alert in actor.in_tenants(Alert.objects.filter(resolved_at__isnull=True).select_related("tenant"))
+    ]
     return digest
 
 
 def digest_message(digest: Digest, connection=None) -> EmailMessage:
-    body = render_to_string("email/digest.txt", {
-        "digest": digest, "links": {name: link(f"review:{name}") for name in ("home", "quarantine", "drift", "forget_list", "notifications")},
-        "expiring_days": EXPIRING_WITHIN.days,
-    })
+    body = render_to_string(
+        "email/digest.txt",
+        {
+            "digest": digest,
+            "links": {name: link(f"review:{name}") for name in ("home", "quarantine", "drift", "forget_list", "notifications")},
+            "expiring_days": EXPIRING_WITHIN.days,
+        },
+    )
     return EmailMessage(subject=digest.subject, body=body, to=[digest.user.email], connection=connection)
 
 
@@ -125,9 +157,15 @@ def send_digests(*, now: datetime) -> tuple[int, int]:
     if not digest_due(now):
         return 0, 0
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    reviewers = (get_user_model().objects.filter(is_active=True, groups__name=REVIEWERS_GROUP, reviewed_tenants__isnull=False)
-                 .exclude(email="").exclude(digest_preference__digest_enabled=False)
-                 .exclude(digest_preference__last_digest_at__gte=today).distinct().order_by("pk"))
+    reviewers = (
+        get_user_model()
+        .objects.filter(is_active=True, groups__name=REVIEWERS_GROUP, reviewed_tenants__isnull=False)
+        .exclude(email="")
+        .exclude(digest_preference__digest_enabled=False)
+        .exclude(digest_preference__last_digest_at__gte=today)
+        .distinct()
+        .order_by("pk")
+    )
     preferences = {p.user_id: p for p in DigestPreference.objects.filter(user__in=reviewers)}
     connection = get_connection(fail_silently=False)
     sent = failed = 0

@@ -14,9 +14,17 @@ def alerts(*, now: datetime, batch_size: int) -> dict[str, int]:
     server that stays down; the next run retries what was not sent."""
     counts = evaluate_alerts(now=now)
     digests, digest_errors = send_digests(now=now)
-    result = {"alerts_opened": counts.opened, "alerts_resolved": counts.resolved, "alert_emails": counts.emails,
-              "alert_email_errors": counts.email_errors, "digests": digests, "digest_errors": digest_errors}
+    result = {
+        "alerts_opened": counts.opened,
+        "alerts_resolved": counts.resolved,
+        "alert_emails": counts.emails,
+        "alert_email_errors": counts.email_errors,
+        "digests": digests,
+        "digest_errors": digest_errors,
+    }
     if counts.email_errors or digest_errors:
-        raise JobIncomplete(result, [f"{counts.email_errors} alert email(s) and {digest_errors} digest(s) could not be sent; "
-                                     "the next run retries them"])
+        raise JobIncomplete(
+            result,
+            [f"{counts.email_errors} alert email(s) and {digest_errors} digest(s) could not be sent; the next run retries them"],
+        )
     return result

@@ -16,13 +16,17 @@ class AlertPolicy(models.Model):
 
     tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="alert_policy")
     quarantine_max_age_hours = models.PositiveIntegerField(
-        default=24, help_text="Alert when a memory has waited in quarantine longer than this many hours (0 = never).")
+        default=24, help_text="Alert when a memory has waited in quarantine longer than this many hours (0 = never)."
+    )
     drift_backlog_max = models.PositiveIntegerField(
-        default=50, help_text="Alert when more memories than this are overdue for a drift re-check (0 = never).")
+        default=50, help_text="Alert when more memories than this are overdue for a drift re-check (0 = never)."
+    )
     forget_max_minutes = models.PositiveIntegerField(
-        default=60, help_text="Alert when a forget request is still propagating after this many minutes (0 = never).")
+        default=60, help_text="Alert when a forget request is still propagating after this many minutes (0 = never)."
+    )
     alert_on_stale_jobs = models.BooleanField(
-        default=True, help_text="Alert when a scheduled job has not succeeded for longer than /health/ allows.")
+        default=True, help_text="Alert when a scheduled job has not succeeded for longer than /health/ allows."
+    )
 
     class Meta:
         verbose_name_plural = "alert policies"
@@ -62,8 +66,9 @@ class Alert(models.Model):
     class Meta:
         ordering = ["-opened_at"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "kind", "job"], condition=Q(resolved_at__isnull=True),
-                                    name="alert_one_open_episode"),
+            models.UniqueConstraint(
+                fields=["tenant", "kind", "job"], condition=Q(resolved_at__isnull=True), name="alert_one_open_episode"
+            ),
         ]
         indexes = [models.Index(fields=["tenant", "resolved_at"], name="alert_tenant_open_idx")]
 
@@ -82,13 +87,17 @@ class Alert(models.Model):
     def summary(self) -> str:
         """One line for the home page and the emails: counts and thresholds, never content."""
         if self.kind == self.Kind.QUARANTINE_AGE:
-            return (f"{_memories(self.count)} in quarantine; the longest has waited {self.value:.0f} h "
-                    f"(threshold {self.threshold:.0f} h).")
+            return (
+                f"{_memories(self.count)} in quarantine; the longest has waited {self.value:.0f} h "
+                f"(threshold {self.threshold:.0f} h)."
+            )
         if self.kind == self.Kind.DRIFT_BACKLOG:
             return f"{_memories(self.count)} overdue for a drift re-check (threshold {self.threshold:.0f})."
         if self.kind == self.Kind.FORGET_OVERDUE:
-            return (f"{self.count} forget request{'s' if self.count != 1 else ''} propagating; the oldest for "
-                    f"{self.value:.0f} min (threshold {self.threshold:.0f} min).")
+            return (
+                f"{self.count} forget request{'s' if self.count != 1 else ''} propagating; the oldest for "
+                f"{self.value:.0f} min (threshold {self.threshold:.0f} min)."
+            )
         return f"Scheduled job {self.job} has not succeeded for {_age(self.value)} (allowed: {_age(self.threshold)})."
 
 
@@ -98,7 +107,11 @@ def _memories(count: int) -> str:
 
 def _age(seconds: float) -> str:
     value = timedelta(seconds=round(seconds))
-    return f"{value.days} d {value.seconds // 3600} h" if value.days else f"{value.seconds // 3600} h {value.seconds % 3600 // 60} min"
+    return (
+        f"{value.days} d {value.seconds // 3600} h"
+        if value.days
+        else f"{value.seconds // 3600} h {value.seconds % 3600 // 60} min"
+    )
 
 
 class DigestPreference(models.Model):

@@ -50,31 +50,62 @@ def measure(*, now: datetime) -> dict[tuple[int, str, str], Finding]:
     tenant_ids = list(Tenant.objects.values_list("pk", flat=True))
     policies = AlertPolicy.for_tenants(tenant_ids)
     job = Actor.job("alerts")
-    quarantine = {row["tenant_id"]: row for row in MemoryRecord.objects.filter(status=Status.QUARANTINED).order_by()
-                  .values("tenant_id").annotate(size=Count("pk"), oldest=Min("status_changed_at"))}
-    drift = {row["tenant_id"]: row["size"] for row in drift_queue(job, now=now).order_by().values("tenant_id").annotate(size=Count("pk"))}
-    forget = {row["tenant_id"]: row for row in ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING).order_by()
-              .values("tenant_id").annotate(size=Count("pk"), oldest=Min("requested_at"))}
-    stale = {name: result for name, result in check_scheduler(now).get("jobs", {}).items()
-             if not result["ok"] and result["age_seconds"] is not None}  # a job beat never ran is /health/'s concern
+    quarantine = {
+        row["tenant_id"]: row
+        for row in MemoryRecord.objects.filter(status=Status.QUARANTINED)
+        .order_by()
+        .values("tenant_id")
+        .annotate(size=Count("pk"), oldest=Min("status_changed_at"))
+    }
+    drift = {
+        row["tenant_id"]: row["size"]
+        for row in drift_queue(job, now=now).order_by().values("tenant_id").annotate(size=Count("pk"))
+    }
+    forget = {
+        row["tenant_id"]: row
+        for row in ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)
+        .order_by()
+        .values("tenant_id")
+        .annotate(size=Count("pk"), oldest=Min("requested_at"))
+    }
+    stale = {
+        name: result
+        for name, result in check_scheduler(now).get("jobs", {}).items()
+        if not result["ok"] and result["age_seconds"] is not None
+    }  # a job beat never ran is /health/'s concern
 
     found: list[Finding] = []
     for tenant_id, policy in policies.items():
         if policy.quarantine_max_age_hours and tenant_id in quarantine:
             hours = (now - quarantine[tenant_id]["oldest"]).total_seconds() / 3600
             if hours > policy.quarantine_max_age_hours:
-                found.append(Finding(tenant_id, Alert.Kind.QUARANTINE_AGE, "", hours, policy.quarantine_max_age_hours,
-                                     quarantine[tenant_id]["size"]))
+                found.append(
+                    Finding(
+                        tenant_id,
+                        Alert.Kind.QUARANTINE_AGE,
+                        "",
+                        hours,
+                        policy.quarantine_max_age_hours,
+                        quarantine[tenant_id]["size"],
+                    )
+                )
         if policy.drift_backlog_max and drift.get(tenant_id, 0) > policy.drift_backlog_max:
-            found.append(Finding(tenant_id, Alert.Kind.DRIFT_BACKLOG, "", drift[tenant_id], policy.drift_backlog_max, drift[tenant_id]))
+            found.append(
+                Finding(tenant_id, Alert.Kind.DRIFT_BACKLOG, "", drift[tenant_id], policy.drift_backlog_max, drift[tenant_id])
+            )
         if policy.forget_max_minutes and tenant_id in forget:
             minutes = (now - forget[tenant_id]["oldest"]).total_seconds() / 60
             if minutes > policy.forget_max_minutes:
-                found.append(Finding(tenant_id, Alert.Kind.FORGET_OVERDUE, "", minutes, policy.forget_max_minutes,
-                                     forget[tenant_id]["size"]))
+                found.append(
+                    Finding(
+                        tenant_id, Alert.Kind.FORGET_OVERDUE, "", minutes, policy.forget_max_minutes, forget[tenant_id]["size"]
+                    )
+                )
         if policy.alert_on_stale_jobs:
-            found.extend(Finding(tenant_id, Alert.Kind.JOB_STALE, name, result["age_seconds"], result["stale_after_seconds"], 0)
-                         for name, result in stale.items())
+            found.extend(
+                Finding(tenant_id, Alert.Kind.JOB_STALE, name, result["age_seconds"], result["stale_after_seconds"], 0)
+                for name, result in stale.items()
+            )
     return {finding.key: finding for finding in found}
 
 
@@ -93,14 +124,31 @@ def evaluate_alerts(*, now: datetime) -> AlertCounts:
     counts = AlertCounts()
     with transaction.atomic():
         open_alerts = {alert.key: alert for alert in Alert.objects.select_for_update().filter(resolved_at__isnull=True)}
-        new = [Alert(tenant_id=f.tenant_id, kind=f.kind, job=f.job, value=f.value, threshold=f.threshold, count=f.count,
-                     opened_at=now, last_seen_at=now) for key, f in findings.items() if key not in open_alerts]
+        new = [
+            Alert(
+                tenant_id=f.tenant_id,
+                kind=f.kind,
+                job=f.job,
+                value=f.value,
+                threshold=f.threshold,
+                count=f.count,
+                opened_at=now,
+                last_seen_at=now,
+            )
+            for key, f in findings.items()
+            if key not in open_alerts
+        ]
         Alert.objects.bulk_create(new)
         ongoing = []
         for key, alert in open_alerts.items():
             if key in findings:
                 finding = findings[key]
-                alert.value, alert.threshold, alert.count, alert.last_seen_at = finding.value, finding.threshold, finding.count, now
+                alert.value, alert.threshold, alert.count, alert.last_seen_at = (
+                    finding.value,
+                    finding.threshold,
+                    finding.count,
+                    now,
+                )
                 ongoing.append(alert)
         Alert.objects.bulk_update(ongoing, ["value", "threshold", "count", "last_seen_at"])
         gone = [alert.pk for key, alert in open_alerts.items() if key not in findings]
@@ -112,9 +160,14 @@ def evaluate_alerts(*, now: datetime) -> AlertCounts:
 
 def tenant_reviewers(tenant_ids) -> dict[int, list]:
     """Per tenant, its reviewers who can receive email: active, in the reviewers group, with an address."""
-    links = (Tenant.reviewers.through.objects
-             .filter(tenant_id__in=tenant_ids, user__is_active=True, user__groups__name=REVIEWERS_GROUP)
-             .exclude(user__email="").select_related("user").order_by("tenant_id", "user__username"))
+    links = (
+        Tenant.reviewers.through.objects.filter(
+            tenant_id__in=tenant_ids, user__is_active=True, user__groups__name=REVIEWERS_GROUP
+        )
+        .exclude(user__email="")
+        .select_related("user")
+        .order_by("tenant_id", "user__username")
+    )
     result: dict[int, list] = defaultdict(list)
     for reviewer in links:
         result[reviewer.tenant_id].append(reviewer.user)
@@ -127,8 +180,10 @@ def link(url_name: str, *args, query: str = "") -> str:
 
 
 ALERT_PAGES = {
-    Alert.Kind.QUARANTINE_AGE: "review:quarantine", Alert.Kind.DRIFT_BACKLOG: "review:drift",
-    Alert.Kind.FORGET_OVERDUE: "review:forget_list", Alert.Kind.JOB_STALE: "review:home",
+    Alert.Kind.QUARANTINE_AGE: "review:quarantine",
+    Alert.Kind.DRIFT_BACKLOG: "review:drift",
+    Alert.Kind.FORGET_OVERDUE: "review:forget_list",
+    Alert.Kind.JOB_STALE: "review:home",
 }
 
 
@@ -140,7 +195,9 @@ def alert_link(alert: Alert, tenant_slug: str) -> str:
 def notify_reviewers(*, now: datetime) -> tuple[int, int]:
     """Email each tenant's reviewers about its open episodes not yet notified, one message per
     reviewer; returns (emails sent, emails that failed)."""
-    pending = list(Alert.objects.filter(resolved_at__isnull=True, notified_at__isnull=True).select_related("tenant").order_by("opened_at"))
+    pending = list(
+        Alert.objects.filter(resolved_at__isnull=True, notified_at__isnull=True).select_related("tenant").order_by("opened_at")
+    )
     if not pending:
         return 0, 0
     by_tenant: dict[int, list[Alert]] = defaultdict(list)
@@ -164,9 +221,16 @@ def notify_reviewers(*, now: datetime) -> tuple[int, int]:
 
 
 def _alert_message(tenant: Tenant, alerts: list[Alert], user, connection) -> EmailMessage:
-    context = {"tenant": tenant, "user": user, "home": link("review:home"),
-               "alerts": [(alert, alert_link(alert, tenant.slug)) for alert in alerts]}
-    subject = (f"[governed memory] {tenant.slug}: {len(alerts)} new alert{'s' if len(alerts) != 1 else ''} "
-               f"({', '.join(sorted({alert.get_kind_display() for alert in alerts}))})")
-    return EmailMessage(subject=subject, body=render_to_string("email/alert.txt", context), to=[user.email],
-                        connection=connection)
+    context = {
+        "tenant": tenant,
+        "user": user,
+        "home": link("review:home"),
+        "alerts": [(alert, alert_link(alert, tenant.slug)) for alert in alerts],
+    }
+    subject = (
+        f"[governed memory] {tenant.slug}: {len(alerts)} new alert{'s' if len(alerts) != 1 else ''} "
+        f"({', '.join(sorted({alert.get_kind_display() for alert in alerts}))})"
+    )
+    return EmailMessage(
+        subject=subject, body=render_to_string("email/alert.txt", context), to=[user.email], connection=connection
+    )

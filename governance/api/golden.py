@@ -45,12 +45,21 @@ class GoldenQuestionInputSerializer(StrictSerializer):
     tenant = StrictCharField(required=False, max_length=64, help_text=TENANT_HELP)
     agent = StrictCharField(max_length=64, help_text="The agent that would ask, by slug (recall runs in its scope).")
     purpose = StrictCharField(max_length=PURPOSE_MAX_CHARS, help_text="The purpose it would recall for.")
-    subject = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=SUBJECT_MAX_CHARS, default="",
-                              help_text="Only memories about this subject; empty or null for every subject.")
+    subject = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=SUBJECT_MAX_CHARS,
+        default="",
+        help_text="Only memories about this subject; empty or null for every subject.",
+    )
     question = StrictCharField(max_length=RECALL_QUERY_MAX_CHARS, help_text="The recall query, as the agent would send it.")
     expected = serializers.ListField(
-        child=serializers.UUIDField(), allow_empty=False, max_length=MAX_EXPECTED,
-        help_text="Ids of active records of that agent and purpose (and subject) that recall must find in its top k.")
+        child=serializers.UUIDField(),
+        allow_empty=False,
+        max_length=MAX_EXPECTED,
+        help_text="Ids of active records of that agent and purpose (and subject) that recall must find in its top k.",
+    )
     k = StrictIntegerField(required=False, min_value=1, default=10, help_text="Depth of the results that counts as found.")
 
     def validate_subject(self, subject):
@@ -66,8 +75,12 @@ class GoldenRunInputSerializer(StrictSerializer):
     """The body of `POST /api/v1/golden/runs/`."""
 
     tenant = StrictCharField(required=False, max_length=64, help_text=TENANT_HELP)
-    index = StrictCharField(required=False, allow_null=True, max_length=200,
-                            help_text="The index to score, by name (e.g. a candidate); default the active one.")
+    index = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=200,
+        help_text="The index to score, by name (e.g. a candidate); default the active one.",
+    )
 
 
 class GoldenListQuerySerializer(serializers.Serializer):
@@ -117,7 +130,8 @@ class GoldenQuestionSerializer(serializers.Serializer):
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
     last_result = serializers.SerializerMethodField(
-        help_text="This question's result in its tenant's latest run on the active index; null before one.")
+        help_text="This question's result in its tenant's latest run on the active index; null before one."
+    )
 
     def get_expected(self, question) -> list[str]:
         return [str(record.pk) for record in question.expected.all()]
@@ -128,8 +142,7 @@ class GoldenQuestionSerializer(serializers.Serializer):
         return None if result is None else GoldenResultSerializer(result).data
 
 
-class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
-                            viewsets.GenericViewSet):
+class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = GoldenQuestionSerializer
     permission_classes = [IsReviewer]
     pagination_class = RecordPagination
@@ -155,9 +168,11 @@ class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mi
             context["last_results"] = latest_results(request_actor(self.request))
         return context
 
-    @extend_schema(summary="Golden questions of your tenants, with their latest results (reviewers only)",
-                   parameters=[GoldenListQuerySerializer],
-                   responses={200: GoldenQuestionSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}})
+    @extend_schema(
+        summary="Golden questions of your tenants, with their latest results (reviewers only)",
+        parameters=[GoldenListQuerySerializer],
+        responses={200: GoldenQuestionSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}},
+    )
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
@@ -165,9 +180,11 @@ class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mi
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(summary="Add a golden question: a query and the records recall must find in its top k",
-                   request=GoldenQuestionInputSerializer,
-                   responses={201: GoldenQuestionSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}})
+    @extend_schema(
+        summary="Add a golden question: a query and the records recall must find in its top k",
+        request=GoldenQuestionInputSerializer,
+        responses={201: GoldenQuestionSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}},
+    )
     def create(self, request: Request) -> Response:
         actor = request_actor(request)
         body = GoldenQuestionInputSerializer(data=request.data)
@@ -178,14 +195,25 @@ class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mi
         if agent is None:
             raise ValidationFailed("The golden question is invalid.", errors={"agent": ["No such agent in this tenant."]})
         question = golden_question_create(
-            actor=actor, tenant=tenant, agent=agent, purpose=data["purpose"], subject=data["subject"],
-            question=data["question"], expected=data["expected"], k=data["k"],
+            actor=actor,
+            tenant=tenant,
+            agent=agent,
+            purpose=data["purpose"],
+            subject=data["subject"],
+            question=data["question"],
+            expected=data["expected"],
+            k=data["k"],
         )
-        return Response(self.get_serializer(self.get_queryset().get(pk=question.pk)).data, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"{request.path}{question.pk}/"})
+        return Response(
+            self.get_serializer(self.get_queryset().get(pk=question.pk)).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": f"{request.path}{question.pk}/"},
+        )
 
-    @extend_schema(summary="Remove a golden question from its set (past runs keep their scores)",
-                   responses={204: None, **{c: PROBLEMS[c] for c in (401, 403, 404)}})
+    @extend_schema(
+        summary="Remove a golden question from its set (past runs keep their scores)",
+        responses={204: None, **{c: PROBLEMS[c] for c in (401, 403, 404)}},
+    )
     def destroy(self, request: Request, *args, **kwargs) -> Response:
         golden_question_delete(actor=request_actor(request), question_id=kwargs["pk"])
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -210,30 +238,37 @@ class GoldenRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                 queryset = queryset.filter(tenant_id=tenant_id)
         return queryset
 
-    @extend_schema(summary="Golden runs of your tenants, newest first",
-                   parameters=[GoldenListQuerySerializer],
-                   responses={200: GoldenRunSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}})
+    @extend_schema(
+        summary="Golden runs of your tenants, newest first",
+        parameters=[GoldenListQuerySerializer],
+        responses={200: GoldenRunSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}},
+    )
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(summary="One golden run: hit@k and MRR overall and per question",
-                   responses={200: GoldenRunSerializer, 404: PROBLEMS[404]})
+    @extend_schema(
+        summary="One golden run: hit@k and MRR overall and per question", responses={200: GoldenRunSerializer, 404: PROBLEMS[404]}
+    )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(summary="Run a tenant's golden set now against an index (default the active one; 409 if the "
-                           "named index is building or retired)",
-                   request=GoldenRunInputSerializer,
-                   responses={201: GoldenRunSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 409, 429)}})
+    @extend_schema(
+        summary="Run a tenant's golden set now against an index (default the active one; 409 if the "
+        "named index is building or retired)",
+        request=GoldenRunInputSerializer,
+        responses={201: GoldenRunSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 409, 429)}},
+    )
     def create(self, request: Request) -> Response:
         actor = request_actor(request)
         body = GoldenRunInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         tenant = _tenant_for(actor, body.validated_data)
-        runs = run_golden_sets(tenants=[tenant], index=body.validated_data.get("index"),
-                               trigger=GoldenRun.Trigger.MANUAL, requested_by=actor.label)
+        runs = run_golden_sets(
+            tenants=[tenant], index=body.validated_data.get("index"), trigger=GoldenRun.Trigger.MANUAL, requested_by=actor.label
+        )
         if not runs:
             raise ValidationFailed("Nothing to run.", errors={"tenant": ["This tenant has no golden questions yet."]})
         run = self.get_queryset().get(pk=runs[0].pk)
-        return Response(self.get_serializer(run).data, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"{request.path}{run.pk}/"})
+        return Response(
+            self.get_serializer(run).data, status=status.HTTP_201_CREATED, headers={"Location": f"{request.path}{run.pk}/"}
+        )

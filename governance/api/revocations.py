@@ -44,9 +44,14 @@ class RevocationInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     tenant = StrictCharField(required=False, help_text="One of your tenants (required when you review several).")
     credential = CredentialReferenceField(required=False, help_text=CredentialReferenceField.__doc__)
     agent = StrictCharField(required=False, max_length=64, help_text="An agent of the tenant, by slug.")
-    session_id = StrictCharField(required=False, max_length=SESSION_ID_MAX_CHARS, help_text="Every record written in this session.")
-    source_uri_prefix = StrictCharField(required=False, max_length=SOURCE_URI_MAX_CHARS,
-                                        help_text="Every record whose source URI starts with this, e.g. https://forum.example/.")
+    session_id = StrictCharField(
+        required=False, max_length=SESSION_ID_MAX_CHARS, help_text="Every record written in this session."
+    )
+    source_uri_prefix = StrictCharField(
+        required=False,
+        max_length=SOURCE_URI_MAX_CHARS,
+        help_text="Every record whose source URI starts with this, e.g. https://forum.example/.",
+    )
     reason = StrictCharField(max_length=NOTE_MAX_CHARS, help_text="Why, for the audit trail; becomes each record's history note.")
 
 
@@ -87,17 +92,30 @@ class RevocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         body.is_valid(raise_exception=True)
         data = body.validated_data
         tenant = _tenant_for(actor, data)
-        source = resolve_source(actor=actor, tenant=tenant, credential=data.get("credential"), agent=data.get("agent"),
-                                session_id=data.get("session_id"), source_uri_prefix=data.get("source_uri_prefix"))
+        source = resolve_source(
+            actor=actor,
+            tenant=tenant,
+            credential=data.get("credential"),
+            agent=data.get("agent"),
+            session_id=data.get("session_id"),
+            source_uri_prefix=data.get("source_uri_prefix"),
+        )
         revocation = revocation_create(actor=actor, source=source, reason=data["reason"])
-        return Response(RevocationSerializer(self.get_queryset().get(pk=revocation.pk)).data, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"{request.path}{revocation.pk}/"})
+        return Response(
+            RevocationSerializer(self.get_queryset().get(pk=revocation.pk)).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": f"{request.path}{revocation.pk}/"},
+        )
 
-    @extend_schema(summary="One revocation (its receipt)", responses={200: RevocationSerializer, **{c: PROBLEMS[c] for c in (401, 403, 404)}})
+    @extend_schema(
+        summary="One revocation (its receipt)", responses={200: RevocationSerializer, **{c: PROBLEMS[c] for c in (401, 403, 404)}}
+    )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(summary="Revocations in your tenants, newest first",
-                   responses={200: RevocationSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404)}})
+    @extend_schema(
+        summary="Revocations in your tenants, newest first",
+        responses={200: RevocationSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404)}},
+    )
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)

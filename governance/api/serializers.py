@@ -18,10 +18,16 @@ class ForgetRequestInputSerializer(RejectUnknownFieldsMixin, serializers.Seriali
     """The API's validator and schema; `governance.services.forget_request_create` checks the same
     limits (one constant each) for the reviewer UI."""
 
-    subject = StrictCharField(max_length=SUBJECT_MAX_CHARS,
-                              help_text="Every record about this subject in the tenant is forgotten.")
-    reason = StrictCharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX_CHARS,
-                             help_text="Why, e.g. 'erasure request #123'. Kept on the request (put no personal data in it).")
+    subject = StrictCharField(
+        max_length=SUBJECT_MAX_CHARS, help_text="Every record about this subject in the tenant is forgotten."
+    )
+    reason = StrictCharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=NOTE_MAX_CHARS,
+        help_text="Why, e.g. 'erasure request #123'. Kept on the request (put no personal data in it).",
+    )
     tenant = StrictCharField(required=False, help_text="Reviewers: which of your tenants. Agents: the token's (or omit).")
 
 
@@ -37,7 +43,8 @@ class ForgetRequestSerializer(serializers.Serializer):
     tenant = serializers.CharField(source="tenant.slug")
     subject = serializers.CharField(
         help_text="The subject as filed; once propagation completes, its keyed fingerprint (`forgotten:<hex>`): the "
-                  "subject is personal data and is not kept. Forgetting the same subject again still matches it.")
+        "subject is personal data and is not kept. Forgetting the same subject again still matches it."
+    )
     status = serializers.CharField()
     affected = serializers.IntegerField(help_text="Records forgotten by this request, derived records included.")
     lineage_affected = serializers.IntegerField(help_text="Of which derived records (summaries, merges).")
@@ -66,13 +73,20 @@ class ProposalStatsQuerySerializer(serializers.Serializer):
 class ProposalDecisionInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """Reject and rollback: an optional note for the audit trail (shape only; the service checks it too)."""
 
-    note = StrictCharField(required=False, allow_blank=True, max_length=DECISION_NOTE_MAX_CHARS, default="",
-                           help_text="Why, for the audit trail; written into each record's history note.")
+    note = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=DECISION_NOTE_MAX_CHARS,
+        default="",
+        help_text="Why, for the audit trail; written into each record's history note.",
+    )
 
 
 class ProposalAcceptInputSerializer(ProposalDecisionInputSerializer):
     keep = serializers.UUIDField(
-        required=False, allow_null=True, default=None,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="Keep this member instead of the suggested one (it must be one of the proposal's records).",
     )
 
@@ -95,14 +109,16 @@ class ProposalSerializer(serializers.Serializer):
 
     id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=DedupProposal.Status.choices)
-    category = serializers.ChoiceField(choices=DedupProposal.Category.choices,
-                                       help_text="duplicate, or conflict (records that contradict each other).")
+    category = serializers.ChoiceField(
+        choices=DedupProposal.Category.choices, help_text="duplicate, or conflict (records that contradict each other)."
+    )
     keep = serializers.UUIDField(source="keep_id", help_text="The record kept; the others become superseded by it.")
     keep_version = serializers.IntegerField()
     drop = serializers.SerializerMethodField(help_text="Ids of the records that accepting supersedes.")
     members = serializers.SerializerMethodField()
     stale = serializers.SerializerMethodField(
-        help_text="Open proposals: true when a record moved on since (accepting would be a 409). Null once decided.")
+        help_text="Open proposals: true when a record moved on since (accepting would be a 409). Null once decided."
+    )
     similarity = serializers.FloatField()
     method = serializers.CharField()
     tenant = serializers.CharField(source="tenant.slug")

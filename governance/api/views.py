@@ -84,19 +84,24 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         body.is_valid(raise_exception=True)
         tenant = _tenant_for(actor, body.validated_data)
         filed = forget_request_create(
-            actor=actor, tenant=tenant, subject=body.validated_data["subject"], reason=body.validated_data["reason"],
+            actor=actor,
+            tenant=tenant,
+            subject=body.validated_data["subject"],
+            reason=body.validated_data["reason"],
         )
         forget_request = self.get_queryset().get(pk=filed.pk)
         # The answer names the subject as filed, even if a worker already completed the request
         # (and replaced the stored subject by its fingerprint) before this read.
         forget_request.subject = filed.subject
         return Response(
-            ForgetRequestSerializer(forget_request).data, status=status.HTTP_202_ACCEPTED,
+            ForgetRequestSerializer(forget_request).data,
+            status=status.HTTP_202_ACCEPTED,
             headers={"Location": f"{request.path}{forget_request.pk}/"},
         )
 
-    @extend_schema(summary="A forget request and its propagation receipts",
-                   responses={200: ForgetRequestSerializer, 404: PROBLEMS[404]})
+    @extend_schema(
+        summary="A forget request and its propagation receipts", responses={200: ForgetRequestSerializer, 404: PROBLEMS[404]}
+    )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
@@ -136,36 +141,46 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             return proposal_queue(actor, status=None)
         params = ProposalListQuerySerializer(data=self.request.query_params)
         params.is_valid(raise_exception=True)
-        queryset = proposal_queue(actor, status=params.validated_data.get("status"),
-                                  category=params.validated_data.get("category"))
+        queryset = proposal_queue(
+            actor, status=params.validated_data.get("status"), category=params.validated_data.get("category")
+        )
         tenant_id = _scoped_tenant_id(actor, params.validated_data.get("tenant"))
         return queryset if tenant_id is None else queryset.filter(tenant_id=tenant_id)
 
-    @extend_schema(summary="List dedup proposals in your tenants (reviewers only)",
-                   parameters=[ProposalListQuerySerializer],
-                   responses={200: ProposalSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}})
+    @extend_schema(
+        summary="List dedup proposals in your tenants (reviewers only)",
+        parameters=[ProposalListQuerySerializer],
+        responses={200: ProposalSerializer(many=True), **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}},
+    )
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(summary="One dedup proposal, with its members' proposed and current versions",
-                   responses={200: ProposalSerializer, **{c: PROBLEMS[c] for c in (401, 403, 404)}})
+    @extend_schema(
+        summary="One dedup proposal, with its members' proposed and current versions",
+        responses={200: ProposalSerializer, **{c: PROBLEMS[c] for c in (401, 403, 404)}},
+    )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(summary="Accept: the dropped records become superseded by the kept one (409 if a record moved on)",
-                   request=ProposalAcceptInputSerializer,
-                   responses={200: ProposalSerializer, **_PROPOSAL_DECISION_RESPONSES})
+    @extend_schema(
+        summary="Accept: the dropped records become superseded by the kept one (409 if a record moved on)",
+        request=ProposalAcceptInputSerializer,
+        responses={200: ProposalSerializer, **_PROPOSAL_DECISION_RESPONSES},
+    )
     @action(detail=True, methods=["post"])
     def accept(self, request: Request, pk: str) -> Response:
         body = ProposalAcceptInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        proposal = proposal_accept(proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"],
-                                   keep_id=body.validated_data["keep"])
+        proposal = proposal_accept(
+            proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"], keep_id=body.validated_data["keep"]
+        )
         return self._read(proposal.pk)
 
-    @extend_schema(summary="Reject: records stay as they are; the group is not proposed again unchanged",
-                   request=ProposalDecisionInputSerializer,
-                   responses={200: ProposalSerializer, **_PROPOSAL_DECISION_RESPONSES})
+    @extend_schema(
+        summary="Reject: records stay as they are; the group is not proposed again unchanged",
+        request=ProposalDecisionInputSerializer,
+        responses={200: ProposalSerializer, **_PROPOSAL_DECISION_RESPONSES},
+    )
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
         body = ProposalDecisionInputSerializer(data=request.data)
@@ -173,23 +188,32 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         proposal = proposal_reject(proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"])
         return self._read(proposal.pk)
 
-    @extend_schema(summary="Roll back an accepted proposal: the dropped records become active again "
-                           "(unless forgotten, expired or changed since)",
-                   request=ProposalDecisionInputSerializer,
-                   responses={200: ProposalRollbackSerializer, **_PROPOSAL_DECISION_RESPONSES})
+    @extend_schema(
+        summary="Roll back an accepted proposal: the dropped records become active again "
+        "(unless forgotten, expired or changed since)",
+        request=ProposalDecisionInputSerializer,
+        responses={200: ProposalRollbackSerializer, **_PROPOSAL_DECISION_RESPONSES},
+    )
     @action(detail=True, methods=["post"])
     def rollback(self, request: Request, pk: str) -> Response:
         body = ProposalDecisionInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         outcome = proposal_rollback(proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"])
-        return Response(ProposalRollbackSerializer({
-            "proposal": self._fresh(outcome.proposal.pk), "restored": outcome.restored,
-            "not_restored": {str(record_id): why for record_id, why in outcome.not_restored.items()},
-        }).data)
+        return Response(
+            ProposalRollbackSerializer(
+                {
+                    "proposal": self._fresh(outcome.proposal.pk),
+                    "restored": outcome.restored,
+                    "not_restored": {str(record_id): why for record_id, why in outcome.not_restored.items()},
+                }
+            ).data
+        )
 
-    @extend_schema(summary="Proposal counts and the regret rate (rolled back / accepted) in your tenants",
-                   parameters=[ProposalStatsQuerySerializer],
-                   responses={200: ProposalStatsSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404)}})
+    @extend_schema(
+        summary="Proposal counts and the regret rate (rolled back / accepted) in your tenants",
+        parameters=[ProposalStatsQuerySerializer],
+        responses={200: ProposalStatsSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404)}},
+    )
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def stats(self, request: Request) -> Response:
         actor = request_actor(request)
@@ -200,10 +224,16 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         open_proposals = proposals_in_scope(actor).filter(status=DedupProposal.Status.OPEN)
         if tenant_id is not None:
             open_proposals = open_proposals.filter(tenant_id=tenant_id)
-        return Response(ProposalStatsSerializer({
-            "open": open_proposals.count(), "accepted": regret.accepted, "rolled_back": regret.rolled_back,
-            "regret_rate": regret.rate,
-        }).data)
+        return Response(
+            ProposalStatsSerializer(
+                {
+                    "open": open_proposals.count(),
+                    "accepted": regret.accepted,
+                    "rolled_back": regret.rolled_back,
+                    "regret_rate": regret.rate,
+                }
+            ).data
+        )
 
     def _fresh(self, proposal_id) -> DedupProposal:
         # After a decision, read it back the way the list does (members at their new versions).

@@ -252,7 +252,7 @@ def profile(text: str) -> TextProfile:
             if token in lexicon.NUMBER_WORDS:
                 token = lexicon.NUMBER_WORDS[token]
                 values.add(token)
-            elif token in _VALUE_WORDS or prepared[match.start() - 1:match.start()] in ("#", "@"):
+            elif token in _VALUE_WORDS or prepared[match.start() - 1 : match.start()] in ("#", "@"):
                 values.add(token)  # a date word, a currency, or an identifier: #channel, @handle
             elif not shouting and not raw.islower() and _looks_like_a_name(raw, prepared, match.start()):
                 cased.add(token)
@@ -262,9 +262,7 @@ def profile(text: str) -> TextProfile:
 
     structure = _NO_STRUCTURE
     if _may_have_structure(tokens, prepared):
-        gaps = [_NO_GAP] + [
-            _gap(prepared[before.end():match.start()]) for before, match in itertools.pairwise(token_matches)
-        ]
+        gaps = [_NO_GAP] + [_gap(prepared[before.end() : match.start()]) for before, match in itertools.pairwise(token_matches)]
         structure = _contrast(tokens, gaps, values, cased)
     # Structure words ("over", "rather than", "before"...) say how the alternatives relate, not
     # what the claim is about: they are read by `_contrast` and left out of the stems.
@@ -276,14 +274,25 @@ def profile(text: str) -> TextProfile:
     content = [token for token in kept if token not in lexicon.STOPWORDS and token not in lexicon.NEGATIONS]
     stems = frozenset(canonical_stem(token) for token in content)
     all_stems = frozenset(canonical_stem(token) for token in kept)
-    frame = frozenset(
-        _frame_stem(token) for token in content
-        if token not in values and token not in cased and canonical_stem(token) not in _LEXICON_STEMS
-    ) or stems
+    frame = (
+        frozenset(
+            _frame_stem(token)
+            for token in content
+            if token not in values and token not in cased and canonical_stem(token) not in _LEXICON_STEMS
+        )
+        or stems
+    )
     return TextProfile(
-        normalised=" ".join(tokens), words=frozenset(tokens), stems=stems, all_stems=all_stems,
-        values=frozenset(values), cased=frozenset(cased), negated=negations % 2 == 1, frame=frame,
-        lexicon_stems=all_stems & _LEXICON_STEMS, **structure.signed(tokens),
+        normalised=" ".join(tokens),
+        words=frozenset(tokens),
+        stems=stems,
+        all_stems=all_stems,
+        values=frozenset(values),
+        cased=frozenset(cased),
+        negated=negations % 2 == 1,
+        frame=frame,
+        lexicon_stems=all_stems & _LEXICON_STEMS,
+        **structure.signed(tokens),
     )
 
 
@@ -338,6 +347,8 @@ def _may_have_structure(tokens: list[str], prepared: str) -> bool:
     if lexicon.NEGATIONS.isdisjoint(tokens):
         return False
     return bool(_CLAUSE_SPLIT.search(prepared.rstrip(" .!?\n\t\"'"))) or not {"and", "or"}.isdisjoint(tokens)
+
+
 _OVER_PARTICLES = frozenset(canonical_stem(word) for word in lexicon.OVER_PARTICLE_VERBS)
 
 
@@ -359,8 +370,11 @@ class _Structure:
         passed_over = {canonical_stem(tokens[i]) for i in self.passed_over}
         # A stem on both sides ("does not want calls but wants email": "want") takes no side.
         return {
-            "contrast": True, "favoured": frozenset(favoured - rejected), "rejected": frozenset(rejected - favoured),
-            "chosen": frozenset(chosen - passed_over), "passed_over": frozenset(passed_over - chosen),
+            "contrast": True,
+            "favoured": frozenset(favoured - rejected),
+            "rejected": frozenset(rejected - favoured),
+            "chosen": frozenset(chosen - passed_over),
+            "passed_over": frozenset(passed_over - chosen),
         }
 
 
@@ -380,8 +394,7 @@ def _contrast(tokens: list[str], gaps: list[int], values: set[str], cased: set[s
     def content(i: int) -> bool:
         # a name spelt like a stopword ("US", "IT") is an alternative here
         return (
-            (tokens[i] not in lexicon.STOPWORDS or tokens[i] in cased)
-            and tokens[i] not in lexicon.NEGATIONS and i not in markers
+            (tokens[i] not in lexicon.STOPWORDS or tokens[i] in cased) and tokens[i] not in lexicon.NEGATIONS and i not in markers
         )
 
     def side_word(i: int) -> bool:
@@ -454,13 +467,19 @@ def _contrast(tokens: list[str], gaps: list[int], values: set[str], cased: set[s
                 chosen.update(left)
                 passed_over.update(right)
         elif number + 1 < len(clauses) and openers[number + 1] == "but":
-            negated_at = next((
-                i for i in clause if tokens[i] in lexicon.CLAUSE_NEGATIONS and negation(i)
-                and (i == head or (tokens[i - 1] not in lexicon.STOPWORDS and tokens[i - 1] not in lexicon.NEGATIONS))
-            ), None)  # "wants not X but Y", not "does not want X but Y"
+            negated_at = next(
+                (
+                    i
+                    for i in clause
+                    if tokens[i] in lexicon.CLAUSE_NEGATIONS
+                    and negation(i)
+                    and (i == head or (tokens[i - 1] not in lexicon.STOPWORDS and tokens[i - 1] not in lexicon.NEGATIONS))
+                ),
+                None,
+            )  # "wants not X but Y", not "does not want X but Y"
             if negated_at is not None:
                 passed = right_side(negated_at + 1, clause[-1] + 1)
-                parallel = [i for i in clauses[number + 1] if side_word(i)][:len(passed)]
+                parallel = [i for i in clauses[number + 1] if side_word(i)][: len(passed)]
                 if passed and parallel:
                     uncounted.add(negated_at)
                     chosen.update(parallel)
@@ -521,8 +540,12 @@ def _contrast(tokens: list[str], gaps: list[int], values: set[str], cased: set[s
             elif content(i):
                 signed.append((i, -sign if i in passed_over else sign))
     return _Structure(
-        markers=frozenset(markers), uncounted=frozenset(uncounted), contrast=True, signs=tuple(signed),
-        chosen=frozenset(chosen), passed_over=frozenset(passed_over),
+        markers=frozenset(markers),
+        uncounted=frozenset(uncounted),
+        contrast=True,
+        signs=tuple(signed),
+        chosen=frozenset(chosen),
+        passed_over=frozenset(passed_over),
     )
 
 
@@ -543,9 +566,14 @@ def _clause_markers(tokens: list[str], clause: list[int], cased: set[str]) -> li
                 if end - 1 <= last and tuple(tokens[i:end]) == marker:
                     match = (i, end, marker in lexicon.REVERSED_MARKERS)
                     break
-        elif token == "to" and prefer_at is not None and i > prefer_at + 1 and not any(
-            start <= i < end for start, end, _ in found
-        ) and i < last and tokens[i + 1] not in lexicon.INFINITIVE_VERBS:
+        elif (
+            token == "to"
+            and prefer_at is not None
+            and i > prefer_at + 1
+            and not any(start <= i < end for start, end, _ in found)
+            and i < last
+            and tokens[i + 1] not in lexicon.INFINITIVE_VERBS
+        ):
             match = (i, i + 1, False)
             prefer_at = len(tokens)  # only the first "to" after "prefers"
         if match is not None and _is_contrast(tokens, clause, cased, match[0], match[1]):
@@ -586,7 +614,7 @@ def _frame_stem(word: str) -> str:
     maps to the same frame stem, and blocking only decides which pairs get compared."""
     for prefix in lexicon.NEGATING_PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= 4:
-            return canonical_stem(word[len(prefix):])
+            return canonical_stem(word[len(prefix) :])
     return canonical_stem(word)
 
 
@@ -651,8 +679,8 @@ def _prefix_negations(words: Iterable[str], others: frozenset[str]) -> Iterator[
     "available" / "unavailable"."""
     for word in others:
         for prefix in lexicon.NEGATING_PREFIXES:
-            if word.startswith(prefix) and len(word) - len(prefix) >= 4 and word[len(prefix):] in words:
-                yield word[len(prefix):], word
+            if word.startswith(prefix) and len(word) - len(prefix) >= 4 and word[len(prefix) :] in words:
+                yield word[len(prefix) :], word
 
 
 def _swapped(a: TextProfile, b: TextProfile) -> set[str]:
@@ -758,15 +786,21 @@ class RecordFacts:
 
 def duplicate_keep_key(record: RecordFacts) -> tuple:
     return (
-        AUTHORITY_RANK.get(record.authority, -1), record.trust == "verified", record.confirmed_at,
-        -record.created_at.timestamp(), str(record.id),
+        AUTHORITY_RANK.get(record.authority, -1),
+        record.trust == "verified",
+        record.confirmed_at,
+        -record.created_at.timestamp(),
+        str(record.id),
     )
 
 
 def conflict_keep_key(record: RecordFacts) -> tuple:
     return (
-        AUTHORITY_RANK.get(record.authority, -1), record.confirmed_at, record.trust == "verified",
-        -record.created_at.timestamp(), str(record.id),
+        AUTHORITY_RANK.get(record.authority, -1),
+        record.confirmed_at,
+        record.trust == "verified",
+        -record.created_at.timestamp(),
+        str(record.id),
     )
 
 
@@ -895,7 +929,7 @@ def _candidate_pairs(units: list[_Unit]) -> tuple[list[tuple[int, int]], int]:
         else:
             window = len(members)
         for position, i in enumerate(members):
-            for j in members[position + 1: position + 1 + window]:
+            for j in members[position + 1 : position + 1 + window]:
                 consider(i, j)
     return sorted(verified), len(seen)
 

@@ -46,11 +46,7 @@ def _active_row_chunks(*, now: datetime, batch_size: int) -> Iterator[tuple[list
     """Active, unexpired records in scope order, `batch_size` rows per page (keyset pagination:
     each page starts after the last row of the previous one, so no OFFSET scans), each page with
     whether it is the last."""
-    base = (
-        MemoryRecord.objects.filter(status=Status.ACTIVE, expires_at__gt=now)
-        .order_by(*ORDER_FIELDS)
-        .values_list(*ROW_FIELDS)
-    )
+    base = MemoryRecord.objects.filter(status=Status.ACTIVE, expires_at__gt=now).order_by(*ORDER_FIELDS).values_list(*ROW_FIELDS)
     after: Row | None = None
     while True:
         rows = list(base[:batch_size]) if after is None else _rows_after(base, after, batch_size)
@@ -102,8 +98,14 @@ def _complete_scopes(*, now: datetime, batch_size: int) -> Iterator[list[list[Ro
 def _facts(row: Row) -> RecordFacts:
     content_hash, record_id, version, content, authority, trust, confirmed_at, created_at = row[_SCOPE_WIDTH:]
     return RecordFacts(
-        id=record_id, version=version, content=content, content_hash=content_hash, authority=authority,
-        trust=trust, confirmed_at=confirmed_at, created_at=created_at,
+        id=record_id,
+        version=version,
+        content=content,
+        content_hash=content_hash,
+        authority=authority,
+        trust=trust,
+        confirmed_at=confirmed_at,
+        created_at=created_at,
     )
 
 
@@ -111,7 +113,7 @@ def _slices(values: list) -> Iterator[list]:
     """A very large scope must not turn into one IN list beyond what the database accepts."""
     size = IN_LIST_SIZE
     for start in range(0, len(values), size):
-        yield values[start:start + size]
+        yield values[start : start + size]
 
 
 def _known_proposals(record_versions: dict[uuid.UUID, int]) -> tuple[set[str], set[uuid.UUID]]:
@@ -147,9 +149,18 @@ def _known_proposals(record_versions: dict[uuid.UUID, int]) -> tuple[set[str], s
 def _proposal_rows(scope: Scope, finding: Finding) -> tuple[DedupProposal, list[DedupProposalDrop]]:
     tenant_id, agent_id, purpose, subject, kind_id = scope
     proposal = DedupProposal(
-        id=uuid.uuid4(), tenant_id=tenant_id, agent_id=agent_id, purpose=purpose, subject=subject, kind_id=kind_id,
-        category=finding.category, method=finding.method, similarity=min(1.0, max(0.0, finding.similarity)),
-        keep_id=finding.keep.id, keep_version=finding.keep.version, signature=finding.signature,
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        purpose=purpose,
+        subject=subject,
+        kind_id=kind_id,
+        category=finding.category,
+        method=finding.method,
+        similarity=min(1.0, max(0.0, finding.similarity)),
+        keep_id=finding.keep.id,
+        keep_version=finding.keep.version,
+        signature=finding.signature,
     )
     drops = [DedupProposalDrop(proposal_id=proposal.id, record_id=drop.id, version=drop.version) for drop in finding.drops]
     return proposal, drops

@@ -26,7 +26,9 @@ def proposals_in_scope(actor: Actor) -> QuerySet[DedupProposal]:
     return actor.in_tenants(queryset)
 
 
-def proposal_queue(actor: Actor, *, status: str | None = DedupProposal.Status.OPEN, category: str | None = None) -> QuerySet[DedupProposal]:
+def proposal_queue(
+    actor: Actor, *, status: str | None = DedupProposal.Status.OPEN, category: str | None = None
+) -> QuerySet[DedupProposal]:
     """Proposals oldest first, with what a list or a side-by-side page shows loaded in a fixed
     number of queries (kept record, dropped records, kind, agent, decider)."""
     queryset = proposals_in_scope(actor)

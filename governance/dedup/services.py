@@ -24,7 +24,8 @@ from memory.models import NOTE_MAX_CHARS, MemoryRecord, Status
 from memory.services import memory_restore, memory_supersede_by
 
 PROPOSALS_DECIDED = Counter(
-    "governed_memory_proposals_decided_total", "Dedup proposals decided by reviewers (accepted, rejected, rolled back).",
+    "governed_memory_proposals_decided_total",
+    "Dedup proposals decided by reviewers (accepted, rejected, rolled back).",
     ["decision"],
 )
 
@@ -113,11 +114,11 @@ def proposal_accept(*, proposal_id, actor: Actor, note: str = "", keep_id=None) 
         drops = list(proposal.drops.order_by("record_id"))
         expected = {proposal.keep_id: proposal.keep_version, **{drop.record_id: drop.version for drop in drops}}
         current = {
-            record.pk: record
-            for record in MemoryRecord.objects.select_for_update().filter(pk__in=list(expected)).order_by("pk")
+            record.pk: record for record in MemoryRecord.objects.select_for_update().filter(pk__in=list(expected)).order_by("pk")
         }
         moved_on = sorted(
-            str(record_id) for record_id, version in expected.items()
+            str(record_id)
+            for record_id, version in expected.items()
             if record_id not in current or current[record_id].status != Status.ACTIVE or current[record_id].version != version
         )
         if not drops:
@@ -130,12 +131,17 @@ def proposal_accept(*, proposal_id, actor: Actor, note: str = "", keep_id=None) 
             raise Conflict(
                 f"{len(moved_on)} of the {len(expected)} records of this proposal changed since it was made "
                 "(no longer active, or at a new version). Nothing was merged; the proposal stays open: reload it and decide again.",
-                code="proposal_stale", errors={"records": moved_on},
+                code="proposal_stale",
+                errors={"records": moved_on},
             )
         for drop in drops:
             memory_supersede_by(
-                record_id=drop.record_id, expected_version=drop.version, by_record_id=proposal.keep_id, actor=actor,
-                note=_history_note(proposal, "Accepted", note), action="dedup_accept",
+                record_id=drop.record_id,
+                expected_version=drop.version,
+                by_record_id=proposal.keep_id,
+                actor=actor,
+                note=_history_note(proposal, "Accepted", note),
+                action="dedup_accept",
             )
         _decide(proposal, status=DedupProposal.Status.ACCEPTED, actor=actor, note=note)
     return proposal
@@ -145,8 +151,9 @@ def _keep_another_member(proposal: DedupProposal, keep_id) -> None:
     """Swap the suggested keep with the dropped member `keep_id` (same members, same signature)."""
     chosen = next((drop for drop in proposal.drops.all() if str(drop.record_id) == str(keep_id)), None)
     if chosen is None:
-        raise ValidationFailed("The record to keep must be one of the proposal's records.",
-                               errors={"keep": ["Not a member of this proposal."]})
+        raise ValidationFailed(
+            "The record to keep must be one of the proposal's records.", errors={"keep": ["Not a member of this proposal."]}
+        )
     previous_keep, previous_version = proposal.keep_id, proposal.keep_version
     proposal.keep_id, proposal.keep_version = chosen.record_id, chosen.version
     proposal.save(update_fields=["keep", "keep_version"])
@@ -188,7 +195,9 @@ def proposal_rollback(*, proposal_id, actor: Actor, note: str = "") -> RollbackO
                 not_restored[record.pk] = "expired"
             else:
                 memory_restore(
-                    record_id=record.pk, expected_version=record.version, actor=actor,
+                    record_id=record.pk,
+                    expected_version=record.version,
+                    actor=actor,
                     note=_history_note(proposal, "Rolled back", note),
                 )
                 restored.append(record.pk)
@@ -208,7 +217,5 @@ def regret_counts(*, actor: Actor | None = None, tenant_id: int | None = None) -
         queryset = actor.in_tenants(queryset)
     if tenant_id is not None:
         queryset = queryset.filter(tenant_id=tenant_id)
-    totals = queryset.aggregate(
-        accepted=Count("pk"), rolled_back=Count("pk", filter=Q(status=DedupProposal.Status.ROLLED_BACK))
-    )
+    totals = queryset.aggregate(accepted=Count("pk"), rolled_back=Count("pk", filter=Q(status=DedupProposal.Status.ROLLED_BACK)))
     return RegretCounts(accepted=totals["accepted"], rolled_back=totals["rolled_back"])

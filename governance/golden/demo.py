@@ -40,11 +40,20 @@ def seed_demo_golden_questions(agent: Agent) -> int:
     if GoldenQuestion.objects.filter(tenant_id=agent.tenant_id).exists():
         return 0
     records = dict(
-        agent.memories.filter(status=Status.ACTIVE, purpose=PURPOSE, content__in={c for _, _, c in DEMO_QUESTIONS})
-        .values_list("content", "pk")
+        agent.memories.filter(status=Status.ACTIVE, purpose=PURPOSE, content__in={c for _, _, c in DEMO_QUESTIONS}).values_list(
+            "content", "pk"
+        )
     )
     actor = Actor.job("seed_demo")
     for question, subject, content in DEMO_QUESTIONS:
-        golden_question_create(actor=actor, tenant=agent.tenant, agent=agent, purpose=PURPOSE, subject=subject,
-                               question=question, expected=[records[content]], k=DEMO_K)
+        golden_question_create(
+            actor=actor,
+            tenant=agent.tenant,
+            agent=agent,
+            purpose=PURPOSE,
+            subject=subject,
+            question=question,
+            expected=[records[content]],
+            k=DEMO_K,
+        )
     return len(DEMO_QUESTIONS)

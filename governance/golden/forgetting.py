@@ -17,12 +17,17 @@ class GoldenQuestionsArtifact:
     def purge(self, request, record_ids):
         about = Q(tenant_id=request.tenant_id, subject=request.subject)
         if record_ids:
-            about |= Q(pk__in=GoldenQuestion.expected.through.objects.filter(memoryrecord_id__in=record_id_set(record_ids))
-                       .values("goldenquestion_id"))
+            about |= Q(
+                pk__in=GoldenQuestion.expected.through.objects.filter(memoryrecord_id__in=record_id_set(record_ids)).values(
+                    "goldenquestion_id"
+                )
+            )
         questions = GoldenQuestion.objects.filter(about)
         removed = questions.count()
         if removed:
             # Deleting the questions deletes their record links (the through rows) by cascade.
             questions.delete()
-        return removed, ("Golden questions that expected a forgotten record or asked about the subject deleted "
-                         "(their text may describe it); golden runs keep ids and scores only.")
+        return removed, (
+            "Golden questions that expected a forgotten record or asked about the subject deleted "
+            "(their text may describe it); golden runs keep ids and scores only."
+        )

@@ -30,10 +30,18 @@ def golden_promotion_gate(candidate: SearchIndex, active: SearchIndex | None) ->
     """Score `candidate` and `active` on every tenant's golden set; pass only if the candidate is
     at least as good on each. The report names each tenant's runs and scores (ids and numbers only)."""
     requested_by = f"gate:{candidate.name}"
-    candidate_runs = {run.tenant_id: run for run in run_golden_sets(
-        index=candidate, trigger=GoldenRun.Trigger.INDEX_CHANGE, requested_by=requested_by)}
-    active_runs = {} if active is None else {run.tenant_id: run for run in run_golden_sets(
-        index=active, trigger=GoldenRun.Trigger.INDEX_CHANGE, requested_by=requested_by)}
+    candidate_runs = {
+        run.tenant_id: run
+        for run in run_golden_sets(index=candidate, trigger=GoldenRun.Trigger.INDEX_CHANGE, requested_by=requested_by)
+    }
+    active_runs = (
+        {}
+        if active is None
+        else {
+            run.tenant_id: run
+            for run in run_golden_sets(index=active, trigger=GoldenRun.Trigger.INDEX_CHANGE, requested_by=requested_by)
+        }
+    )
     slugs = dict(Tenant.objects.filter(pk__in=list(candidate_runs)).values_list("pk", "slug"))
     tenants = {}
     for tenant_id, run in candidate_runs.items():

@@ -20,12 +20,18 @@ class GoldenQuestion(models.Model):
     purpose = models.CharField(max_length=100)
     subject = models.CharField(max_length=200, blank=True, help_text="Empty: recall across every subject.")
     question = models.CharField(max_length=1000, help_text="The recall query, as the agent would send it.")
-    expected = models.ManyToManyField(MemoryRecord, related_name="golden_questions",
-                                      help_text="Records recall must return in its top k (any one counts as a hit).")
-    k = models.PositiveSmallIntegerField(default=10, help_text="How deep in the results an expected record may be (at most MEMORY_RECALL_MAX_LIMIT).")
+    expected = models.ManyToManyField(
+        MemoryRecord,
+        related_name="golden_questions",
+        help_text="Records recall must return in its top k (any one counts as a hit).",
+    )
+    k = models.PositiveSmallIntegerField(
+        default=10, help_text="How deep in the results an expected record may be (at most MEMORY_RECALL_MAX_LIMIT)."
+    )
     created_by = models.CharField(max_length=200, blank=True, help_text="Actor label: user:name or admin.")
-    created_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                        related_name="+")
+    created_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -57,7 +63,9 @@ class GoldenRun(models.Model):
     questions = models.PositiveIntegerField(default=0, help_text="Questions scored.")
     stale = models.PositiveIntegerField(default=0, help_text="Questions not scored: none of their records is recallable.")
     hits = models.PositiveIntegerField(default=0)
-    hit_at_k = models.FloatField(null=True, blank=True, help_text="Share of scored questions with an expected record in their top k.")
+    hit_at_k = models.FloatField(
+        null=True, blank=True, help_text="Share of scored questions with an expected record in their top k."
+    )
     mrr = models.FloatField(null=True, blank=True, help_text="Mean reciprocal rank of the first expected record (0 beyond k).")
     results = models.JSONField(default=list, blank=True, help_text="Per question: ids, rank, hit; never text.")
 

@@ -54,9 +54,14 @@ def score_question(expected: Iterable[uuid.UUID], found: list[uuid.UUID], k: int
     return QuestionScore(rank=None)
 
 
-def run_golden_sets(*, tenants: Iterable[Tenant] | None = None, index: SearchIndex | str | None = None,
-                    trigger: str = GoldenRun.Trigger.MANUAL, requested_by: str = "",
-                    now: datetime | None = None) -> list[GoldenRun]:
+def run_golden_sets(
+    *,
+    tenants: Iterable[Tenant] | None = None,
+    index: SearchIndex | str | None = None,
+    trigger: str = GoldenRun.Trigger.MANUAL,
+    requested_by: str = "",
+    now: datetime | None = None,
+) -> list[GoldenRun]:
     """Score every given tenant's golden set (default: every tenant that has one) against `index`;
     one stored `GoldenRun` per tenant with at least one question, in tenant order."""
     started = time.monotonic()
@@ -71,10 +76,11 @@ def run_golden_sets(*, tenants: Iterable[Tenant] | None = None, index: SearchInd
     if not questions:
         return []
     expected: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    for question_id, record_id in (GoldenQuestion.expected.through.objects
-                                   .filter(goldenquestion_id__in=[q.pk for q in questions])
-                                   .order_by("goldenquestion_id", "memoryrecord_id")
-                                   .values_list("goldenquestion_id", "memoryrecord_id")):
+    for question_id, record_id in (
+        GoldenQuestion.expected.through.objects.filter(goldenquestion_id__in=[q.pk for q in questions])
+        .order_by("goldenquestion_id", "memoryrecord_id")
+        .values_list("goldenquestion_id", "memoryrecord_id")
+    ):
         expected[question_id].append(record_id)
     recallable = _recallable(questions, expected, now=now)
 
@@ -83,19 +89,29 @@ def run_golden_sets(*, tenants: Iterable[Tenant] | None = None, index: SearchInd
         by_tenant[question.tenant_id].append(_run_question(question, expected[question.pk], recallable, index, now))
 
     finished = timezone.now()
-    runs = [_summarise(tenant_id, results, index=index, trigger=trigger, requested_by=requested_by,
-                       started_at=now, finished_at=finished) for tenant_id, results in by_tenant.items()]
+    runs = [
+        _summarise(
+            tenant_id, results, index=index, trigger=trigger, requested_by=requested_by, started_at=now, finished_at=finished
+        )
+        for tenant_id, results in by_tenant.items()
+    ]
     runs = GoldenRun.objects.bulk_create(runs)
-    logger.info("golden sets ran", extra={
-        "index": index.name, "trigger": trigger, "runs": [run.pk for run in runs],
-        "questions": sum(run.questions for run in runs), "hits": sum(run.hits for run in runs),
-        "stale": sum(run.stale for run in runs), "duration_ms": round((time.monotonic() - started) * 1000, 1),
-    })
+    logger.info(
+        "golden sets ran",
+        extra={
+            "index": index.name,
+            "trigger": trigger,
+            "runs": [run.pk for run in runs],
+            "questions": sum(run.questions for run in runs),
+            "hits": sum(run.hits for run in runs),
+            "stale": sum(run.stale for run in runs),
+            "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        },
+    )
     return runs
 
 
-def _recallable(questions: list[GoldenQuestion], expected: dict[uuid.UUID, list[uuid.UUID]], *,
-                now: datetime) -> set[uuid.UUID]:
+def _recallable(questions: list[GoldenQuestion], expected: dict[uuid.UUID, list[uuid.UUID]], *, now: datetime) -> set[uuid.UUID]:
     """Which expected records recall may return now, by recall's own hard filters (active,
     unexpired, valid now, in the purpose): one query per purpose in the set."""
     by_purpose: dict[str, set[uuid.UUID]] = defaultdict(set)
@@ -104,37 +120,65 @@ def _recallable(questions: list[GoldenQuestion], expected: dict[uuid.UUID, list[
     recallable: set[uuid.UUID] = set()
     for purpose, record_ids in by_purpose.items():
         if record_ids:
-            recallable.update(hard_filters(MemoryRecord.objects.filter(pk__in=record_ids),
-                                           RecallQuery(query="", purpose=purpose), now=now).values_list("pk", flat=True))
+            recallable.update(
+                hard_filters(
+                    MemoryRecord.objects.filter(pk__in=record_ids), RecallQuery(query="", purpose=purpose), now=now
+                ).values_list("pk", flat=True)
+            )
     return recallable
 
 
-def _run_question(question: GoldenQuestion, expected: list[uuid.UUID], recallable: set[uuid.UUID],
-                  index: SearchIndex, now: datetime) -> dict:
+def _run_question(
+    question: GoldenQuestion, expected: list[uuid.UUID], recallable: set[uuid.UUID], index: SearchIndex, now: datetime
+) -> dict:
     """One question's result, ids only (never the question's text or a record's content)."""
-    result = {"question": str(question.pk), "k": question.k, "expected": [str(pk) for pk in expected],
-              "found": [], "rank": None, "reciprocal_rank": 0.0, "hit": False,
-              "stale": not any(pk in recallable for pk in expected)}
+    result = {
+        "question": str(question.pk),
+        "k": question.k,
+        "expected": [str(pk) for pk in expected],
+        "found": [],
+        "rank": None,
+        "reciprocal_rank": 0.0,
+        "hit": False,
+        "stale": not any(pk in recallable for pk in expected),
+    }
     if result["stale"]:
         return result
-    q = RecallQuery(query=question.question, purpose=question.purpose, subject=question.subject or None,
-                    limit=question.k)
-    found = [item.record.pk for item in recall_for_agent(agent=question.agent, q=q, now=now, index=index,
-                                                         mark_used=False).items]
+    q = RecallQuery(query=question.question, purpose=question.purpose, subject=question.subject or None, limit=question.k)
+    found = [item.record.pk for item in recall_for_agent(agent=question.agent, q=q, now=now, index=index, mark_used=False).items]
     score = score_question(expected, found, question.k)
-    result.update(found=[str(pk) for pk in found[:question.k]], rank=score.rank,
-                  reciprocal_rank=round(score.reciprocal_rank, 6), hit=score.hit)
+    result.update(
+        found=[str(pk) for pk in found[: question.k]],
+        rank=score.rank,
+        reciprocal_rank=round(score.reciprocal_rank, 6),
+        hit=score.hit,
+    )
     return result
 
 
-def _summarise(tenant_id: int, results: list[dict], *, index: SearchIndex, trigger: str, requested_by: str,
-               started_at: datetime, finished_at: datetime) -> GoldenRun:
+def _summarise(
+    tenant_id: int,
+    results: list[dict],
+    *,
+    index: SearchIndex,
+    trigger: str,
+    requested_by: str,
+    started_at: datetime,
+    finished_at: datetime,
+) -> GoldenRun:
     scored = [result for result in results if not result["stale"]]
     hits = sum(1 for result in scored if result["hit"])
     return GoldenRun(
-        tenant_id=tenant_id, index=index.name, index_active=index.status == IndexStatus.ACTIVE,
-        trigger=trigger, requested_by=requested_by, started_at=started_at, finished_at=finished_at,
-        questions=len(scored), stale=len(results) - len(scored), hits=hits,
+        tenant_id=tenant_id,
+        index=index.name,
+        index_active=index.status == IndexStatus.ACTIVE,
+        trigger=trigger,
+        requested_by=requested_by,
+        started_at=started_at,
+        finished_at=finished_at,
+        questions=len(scored),
+        stale=len(results) - len(scored),
+        hits=hits,
         hit_at_k=hits / len(scored) if scored else None,
         mrr=sum(result["reciprocal_rank"] for result in scored) / len(scored) if scored else None,
         results=results,

@@ -18,8 +18,9 @@ from memory.selectors import records_in_scope
 MAX_EXPECTED = 20
 
 
-def expected_record_errors(*, actor: Actor, tenant: Tenant, agent: Agent, purpose: str, subject: str,
-                           record_ids: Iterable[uuid.UUID]) -> list[str]:
+def expected_record_errors(
+    *, actor: Actor, tenant: Tenant, agent: Agent, purpose: str, subject: str, record_ids: Iterable[uuid.UUID]
+) -> list[str]:
     """Why these records cannot be a question's expected records (empty list: they can). One query."""
     ids = list(dict.fromkeys(record_ids))
     if not ids:
@@ -27,19 +28,26 @@ def expected_record_errors(*, actor: Actor, tenant: Tenant, agent: Agent, purpos
     if len(ids) > MAX_EXPECTED:
         return [f"At most {MAX_EXPECTED} records."]
     found = {
-        row["pk"]: row for row in records_in_scope(actor).filter(pk__in=ids)
+        row["pk"]: row
+        for row in records_in_scope(actor)
+        .filter(pk__in=ids)
         .values("pk", "tenant_id", "agent_id", "purpose", "subject", "status")
     }
     errors = []
     missing = [str(pk) for pk in ids if pk not in found]
     if missing:
         errors.append(f"No such record in your scope: {', '.join(missing)}.")
-    outside = [str(pk) for pk, row in found.items()
-               if (row["tenant_id"], row["agent_id"], row["purpose"]) != (tenant.pk, agent.pk, purpose)
-               or (subject and row["subject"] != subject)]
+    outside = [
+        str(pk)
+        for pk, row in found.items()
+        if (row["tenant_id"], row["agent_id"], row["purpose"]) != (tenant.pk, agent.pk, purpose)
+        or (subject and row["subject"] != subject)
+    ]
     if outside:
-        errors.append("Not in the question's tenant, agent, purpose and subject (recall could never return "
-                      f"them for it): {', '.join(outside)}.")
+        errors.append(
+            "Not in the question's tenant, agent, purpose and subject (recall could never return "
+            f"them for it): {', '.join(outside)}."
+        )
     inactive = [str(pk) for pk, row in found.items() if row["status"] != Status.ACTIVE]
     if inactive:
         errors.append(f"Not active (recall returns only active records): {', '.join(inactive)}.")
@@ -51,8 +59,17 @@ def k_errors(k: int) -> list[str]:
     return [] if 1 <= k <= limit else [f"Must be from 1 to {limit} (recall's largest limit)."]
 
 
-def golden_question_create(*, actor: Actor, tenant: Tenant, agent: Agent, purpose: str, question: str,
-                           expected: Iterable[uuid.UUID], subject: str = "", k: int = 10) -> GoldenQuestion:
+def golden_question_create(
+    *,
+    actor: Actor,
+    tenant: Tenant,
+    agent: Agent,
+    purpose: str,
+    question: str,
+    expected: Iterable[uuid.UUID],
+    subject: str = "",
+    k: int = 10,
+) -> GoldenQuestion:
     """Add one golden question to `tenant`'s set. The caller has checked the shape of the input
     (the API's serializer); this checks the rules that need the database, and writes nothing when
     one fails."""
@@ -66,15 +83,24 @@ def golden_question_create(*, actor: Actor, tenant: Tenant, agent: Agent, purpos
         errors["question"] = ["This field may not be blank."]
     if k_error := k_errors(k):
         errors["k"] = k_error
-    if not errors and (expected_error := expected_record_errors(
-            actor=actor, tenant=tenant, agent=agent, purpose=purpose, subject=subject, record_ids=expected)):
+    if not errors and (
+        expected_error := expected_record_errors(
+            actor=actor, tenant=tenant, agent=agent, purpose=purpose, subject=subject, record_ids=expected
+        )
+    ):
         errors["expected"] = expected_error
     if errors:
         raise ValidationFailed("The golden question is invalid.", errors=errors)
     with transaction.atomic():
         golden = GoldenQuestion.objects.create(
-            tenant=tenant, agent=agent, purpose=purpose, subject=subject, question=question.strip(), k=k,
-            created_by=actor.label, created_by_user=actor.user if actor.is_human else None,
+            tenant=tenant,
+            agent=agent,
+            purpose=purpose,
+            subject=subject,
+            question=question.strip(),
+            k=k,
+            created_by=actor.label,
+            created_by_user=actor.user if actor.is_human else None,
         )
         golden.expected.set(expected)
     return golden

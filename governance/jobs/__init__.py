@@ -13,6 +13,12 @@ from governance.jobs.registry import JOBS, JobFunction, JobUnavailable, UnknownJ
 from governance.jobs.runner import JobIncomplete, job_run_summary, run_job
 
 __all__ = [
-    "JOBS", "JobFunction", "JobIncomplete", "JobUnavailable", "UnknownJob",
-    "job_function", "job_run_summary", "run_job",
+    "JOBS",
+    "JobFunction",
+    "JobIncomplete",
+    "JobUnavailable",
+    "UnknownJob",
+    "job_function",
+    "job_run_summary",
+    "run_job",
 ]

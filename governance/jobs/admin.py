@@ -38,10 +38,16 @@ ERROR_PREVIEW_CHARS = 60
 def run_jobs_now(model_admin: admin.ModelAdmin, request: HttpRequest, jobs: list[str]) -> None:
     for job in jobs:
         enqueue_job(job, trigger=ADMIN_TRIGGER)
-    model_admin.message_user(request, ngettext(
-        "Sent %(jobs)s to the worker; its run appears under Job runs (trigger admin).",
-        "Sent %(jobs)s to the worker; their runs appear under Job runs (trigger admin).", len(jobs),
-    ) % {"jobs": ", ".join(jobs)}, messages.SUCCESS)
+    model_admin.message_user(
+        request,
+        ngettext(
+            "Sent %(jobs)s to the worker; its run appears under Job runs (trigger admin).",
+            "Sent %(jobs)s to the worker; their runs appear under Job runs (trigger admin).",
+            len(jobs),
+        )
+        % {"jobs": ", ".join(jobs)},
+        messages.SUCCESS,
+    )
 
 
 def counts_summary(counts: dict) -> str:
@@ -69,8 +75,7 @@ class ActivityFilter(admin.SimpleListFilter):
     parameter_name = "activity"
 
     def lookups(self, request, model_admin):
-        return [("some", "did something (a count above 0)"), ("none", "nothing to do (every count 0)"),
-                ("errors", "with errors")]
+        return [("some", "did something (a count above 0)"), ("none", "nothing to do (every count 0)"), ("errors", "with errors")]
 
     def queryset(self, request, queryset: QuerySet) -> QuerySet:
         if self.value() == "errors":
@@ -110,15 +115,16 @@ class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if text := counts_summary(run.counts):
             return text
         # Quiet: most runs of an idle deployment; "nothing" is the honest word for a run with no counts.
-        return format_html('<span class="quiet">{}</span>',
-                           "nothing to do" if run.status == JobRun.Status.SUCCEEDED else "nothing")
+        return format_html(
+            '<span class="quiet">{}</span>', "nothing to do" if run.status == JobRun.Status.SUCCEEDED else "nothing"
+        )
 
     @admin.display(description="errors")
     def error_summary(self, run: JobRun) -> str:
         if not run.errors:
             return "-"
         first = str(run.errors[0])
-        shown = first if len(first) <= ERROR_PREVIEW_CHARS else first[:ERROR_PREVIEW_CHARS - 1] + "…"
+        shown = first if len(first) <= ERROR_PREVIEW_CHARS else first[: ERROR_PREVIEW_CHARS - 1] + "…"
         more = f" (+{len(run.errors) - 1} more)" if len(run.errors) > 1 else ""
         return format_html('<span title="{}">{}</span>{}', first, shown, more)
 
@@ -137,8 +143,11 @@ class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         names = set(queryset.values_list("job", flat=True).distinct())
         jobs = sorted(name for name in names if job_of_task(task_name(name)))
         if names - set(jobs):
-            self.message_user(request, "Not a scheduled job (run it with its manage.py command): "
-                              + ", ".join(sorted(names - set(jobs))), messages.WARNING)
+            self.message_user(
+                request,
+                "Not a scheduled job (run it with its manage.py command): " + ", ".join(sorted(names - set(jobs))),
+                messages.WARNING,
+            )
         if jobs:
             run_jobs_now(self, request, jobs)
 
@@ -216,18 +225,23 @@ class JobScheduleAdmin(PeriodicTaskAdmin):
     date_hierarchy = None
     # Beat's own "last run" (set when beat sends a task, not by a run at start or by "Run now") gives
     # way to the job's newest JobRun.
-    fieldsets = [(name, {**options, "fields": tuple("last_run" if field == "last_run_at" else field
-                                                    for field in options["fields"])})
-                 for name, options in PeriodicTaskAdmin.fieldsets]
+    fieldsets = [
+        (name, {**options, "fields": tuple("last_run" if field == "last_run_at" else field for field in options["fields"])})
+        for name, options in PeriodicTaskAdmin.fieldsets
+    ]
     readonly_fields = ["last_run", "crontab_translation"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # The job's newest JobRun, matched by the job's name in the task name (a task that is no
         # job matches none and falls back to beat's own last_run_at).
         runs = JobRun.objects.filter(job=Substr(OuterRef("task"), len(TASK_PREFIX) + 1)).order_by("-started_at", "-pk")
-        return super().get_queryset(request).annotate(
-            last_job_run_at=Subquery(runs.values("started_at")[:1]),
-            last_job_run_status=Subquery(runs.values("status")[:1]),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                last_job_run_at=Subquery(runs.values("started_at")[:1]),
+                last_job_run_status=Subquery(runs.values("status")[:1]),
+            )
         )
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
@@ -246,7 +260,8 @@ class JobScheduleAdmin(PeriodicTaskAdmin):
         label is the model's str: "every 86400 seconds")."""
         label = format_html("Select this object for an action - {}: {}", task.name, schedule_text(task))
         return forms.CheckboxInput({"class": "action-select", "aria-label": label}, lambda value: False).render(
-            helpers.ACTION_CHECKBOX_NAME, str(task.pk))
+            helpers.ACTION_CHECKBOX_NAME, str(task.pk)
+        )
 
     @admin.display(description="schedule")
     def schedule(self, task: PeriodicTask) -> str:
@@ -259,8 +274,9 @@ class JobScheduleAdmin(PeriodicTaskAdmin):
             return f"sent by beat {naturaltime(task.last_run_at)}" if task.last_run_at else "never"
         job = task.task.removeprefix(TASK_PREFIX)
         url = f"{reverse('admin:governance_jobrun_changelist')}?{urlencode({'job': job})}"
-        return format_html('<a href="{}" title="{}">{}, {}</a>', url, at.isoformat(timespec="seconds"),
-                           task.last_job_run_status, naturaltime(at))
+        return format_html(
+            '<a href="{}" title="{}">{}, {}</a>', url, at.isoformat(timespec="seconds"), task.last_job_run_status, naturaltime(at)
+        )
 
     @admin.action(description="Run selected tasks now", permissions=["run"])
     def run_tasks(self, request: HttpRequest, queryset) -> None:

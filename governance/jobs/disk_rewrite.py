@@ -19,8 +19,12 @@ def disk_rewrite(*, now: datetime, batch_size: int) -> dict[str, int]:
     pending = list(pending_receipts(completed_before=timezone.now()).values_list("pk", "forget_request__requested_at"))
     if not pending:
         return {"requests": 0, "requests_completed": 0, "tables_verified": 0, "tables_pending": 0}
-    last = (JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED, counts__tables_verified__gt=0)
-            .order_by("-started_at").values_list("started_at", flat=True).first())
+    last = (
+        JobRun.objects.filter(job=JOB, status=JobRun.Status.SUCCEEDED, counts__tables_verified__gt=0)
+        .order_by("-started_at")
+        .values_list("started_at", flat=True)
+        .first()
+    )
     rewrite = rewrite_tables(since=last)
     by_note = defaultdict(list)  # receipts differ only by their request's backup age-out date
     for pk, requested_at in pending:
@@ -31,7 +35,11 @@ def disk_rewrite(*, now: datetime, batch_size: int) -> dict[str, int]:
             if rewrite.complete:
                 changes.update(removed=len(rewrite.verified), completed_at=rewrite.finished_at)
             for start in range(0, len(pks), batch_size):
-                PropagationReceipt.objects.filter(pk__in=pks[start:start + batch_size]).update(**changes)
-    return {"requests": len(pending), "requests_completed": len(pending) if rewrite.complete else 0,
-            "tables_verified": len(rewrite.verified), "tables_pending": len(rewrite.pending),
-            "checkpoint": int(rewrite.checkpoint)}
+                PropagationReceipt.objects.filter(pk__in=pks[start : start + batch_size]).update(**changes)
+    return {
+        "requests": len(pending),
+        "requests_completed": len(pending) if rewrite.complete else 0,
+        "tables_verified": len(rewrite.verified),
+        "tables_pending": len(rewrite.pending),
+        "checkpoint": int(rewrite.checkpoint),
+    }

@@ -40,10 +40,9 @@ def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
         forgetrequest__status=ForgetRequest.Status.PROPAGATING,
     ).values("memoryrecord_id")
     for kind in MemoryKind.objects.order_by("name"):
-        due = (
-            MemoryRecord.objects.filter(kind=kind, status__in=PURGEABLE_STATUSES, status_changed_at__lt=now - kind.purge_after)
-            .exclude(pk__in=waiting_for_propagation)
-        )
+        due = MemoryRecord.objects.filter(
+            kind=kind, status__in=PURGEABLE_STATUSES, status_changed_at__lt=now - kind.purge_after
+        ).exclude(pk__in=waiting_for_propagation)
         while True:
             with transaction.atomic():
                 # Rows another transaction holds (a transition in flight) are left for the next run.
@@ -66,7 +65,8 @@ def _references_to_records() -> list[tuple[type[models.Model], models.ForeignKey
     history = MemoryRecord.history.model
     return [
         (model, field)
-        for model in apps.get_models(include_auto_created=True) if model is not history
+        for model in apps.get_models(include_auto_created=True)
+        if model is not history
         for field in model._meta.concrete_fields
         if field.is_relation and field.many_to_one and field.related_model is MemoryRecord
     ]
@@ -106,10 +106,15 @@ def _trim_job_runs(*, now: datetime, batch_size: int) -> int:
     """JobRun rows older than JOB_RUN_RETENTION_DAYS go, except each job's latest success (the
     /health/ check measures staleness from it)."""
     keep = [
-        pk for pk in (
-            JobRun.objects.filter(job=job, status=JobRun.Status.SUCCEEDED).order_by("-started_at").values_list("pk", flat=True).first()
+        pk
+        for pk in (
+            JobRun.objects.filter(job=job, status=JobRun.Status.SUCCEEDED)
+            .order_by("-started_at")
+            .values_list("pk", flat=True)
+            .first()
             for job in JobRun.objects.order_by().values_list("job", flat=True).distinct()
-        ) if pk is not None
+        )
+        if pk is not None
     ]
     old = JobRun.objects.filter(started_at__lt=now - timedelta(days=settings.JOB_RUN_RETENTION_DAYS)).exclude(pk__in=keep)
     return _delete_in_chunks(old, batch_size=batch_size)

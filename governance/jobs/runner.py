@@ -54,13 +54,19 @@ def run_job(name: str, *, trigger: str = "beat", batch_size: int | None = None, 
         now = now or timezone.now()
         if not acquired:
             run = JobRun.objects.create(
-                job=name, status=JobRun.Status.SKIPPED, started_at=now, finished_at=now, trigger=trigger,
+                job=name,
+                status=JobRun.Status.SKIPPED,
+                started_at=now,
+                finished_at=now,
+                trigger=trigger,
                 errors=["skipped: another run of this job holds its lock"],
             )
             _log(run, duration=0.0)
             return run
         abandoned = JobRun.objects.filter(job=name, status=JobRun.Status.RUNNING).update(
-            status=JobRun.Status.FAILED, finished_at=now, errors=[ABANDONED],
+            status=JobRun.Status.FAILED,
+            finished_at=now,
+            errors=[ABANDONED],
         )
         if abandoned:
             logger.warning("job runs abandoned", extra={"job": name, "abandoned_runs": abandoned})
@@ -74,8 +80,13 @@ def run_job(name: str, *, trigger: str = "beat", batch_size: int | None = None, 
         except Exception as exc:  # the JobRun is the report; the worker must not crash or retry in a loop
             run.status, run.errors = JobRun.Status.FAILED, [describe_error(exc)]
             logger.error(
-                "job run raised", extra={"job": name, "job_run_id": run.pk, "error": describe_error(exc),
-                                         "stack": "".join(traceback.format_tb(exc.__traceback__))},
+                "job run raised",
+                extra={
+                    "job": name,
+                    "job_run_id": run.pk,
+                    "error": describe_error(exc),
+                    "stack": "".join(traceback.format_tb(exc.__traceback__)),
+                },
             )
         duration = time.monotonic() - started
         run.finished_at = timezone.now()
@@ -87,10 +98,19 @@ def run_job(name: str, *, trigger: str = "beat", batch_size: int | None = None, 
 
 def _log(run: JobRun, *, duration: float) -> None:
     level = logging.WARNING if run.status == JobRun.Status.FAILED else logging.INFO
-    logger.log(level, "job run finished", extra={
-        "job": run.job, "job_run_id": run.pk, "status": run.status, "trigger": run.trigger,
-        "duration_ms": round(duration * 1000, 1), "counts": run.counts, "error_count": len(run.errors),
-    })
+    logger.log(
+        level,
+        "job run finished",
+        extra={
+            "job": run.job,
+            "job_run_id": run.pk,
+            "status": run.status,
+            "trigger": run.trigger,
+            "duration_ms": round(duration * 1000, 1),
+            "counts": run.counts,
+            "error_count": len(run.errors),
+        },
+    )
 
 
 def job_run_summary(run: JobRun) -> dict[str, Any]:

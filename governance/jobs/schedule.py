@@ -41,12 +41,18 @@ def task_name(job: str) -> str:
 def job_of_task(task: str) -> str | None:
     """The job a task name runs, or None for a task that is not one of the scheduled jobs."""
     prefix = "governance.tasks.run_"
-    job = task[len(prefix):] if task.startswith(prefix) else None
+    job = task[len(prefix) :] if task.startswith(prefix) else None
     return job if job in JOBS else None
 
 
-def seed_job_schedule(periodic_task_model, interval_model, *, intervals: dict[str, float],
-                      defaults: dict[str, float], overwrite: set[str] | frozenset = frozenset()) -> list[str]:
+def seed_job_schedule(
+    periodic_task_model,
+    interval_model,
+    *,
+    intervals: dict[str, float],
+    defaults: dict[str, float],
+    overwrite: set[str] | frozenset = frozenset(),
+) -> list[str]:
     """Create the row of every job in `intervals` that has none, and set the interval of the jobs in
     `overwrite`; returns the jobs it wrote. Takes the models as arguments so a migration can pass its
     historical ones. An interval of 0 (off) keeps the job's default interval, disabled."""
@@ -63,13 +69,22 @@ def seed_job_schedule(periodic_task_model, interval_model, *, intervals: dict[st
             continue
         enabled = bool(seconds) and seconds > 0
         every = max(1, math.ceil(seconds if enabled else defaults.get(job) or 1))
-        interval = (interval_model.objects.filter(every=every, period="seconds").order_by("pk").first()
-                    or interval_model.objects.create(every=every, period="seconds"))
-        fields = {"task": task_name(job), "interval": interval, "crontab": None, "solar": None, "clocked": None,
-                  "enabled": enabled}
+        interval = interval_model.objects.filter(every=every, period="seconds").order_by(
+            "pk"
+        ).first() or interval_model.objects.create(every=every, period="seconds")
+        fields = {
+            "task": task_name(job),
+            "interval": interval,
+            "crontab": None,
+            "solar": None,
+            "clocked": None,
+            "enabled": enabled,
+        }
         if row is None:
             periodic_task_model.objects.create(
-                name=entry_name(job), description=describe(job), **fields,
+                name=entry_name(job),
+                description=describe(job),
+                **fields,
             )
         else:
             for field, value in fields.items():
@@ -82,8 +97,10 @@ def seed_job_schedule(periodic_task_model, interval_model, *, intervals: dict[st
 def describe(job: str) -> str:
     variable = settings.JOB_INTERVAL_VARIABLES.get(job, f"JOB_{job.upper()}_INTERVAL")
     default = settings.JOB_INTERVAL_DEFAULTS.get(job)
-    return (f"Scheduled job {job}: seeded from {variable} (default {default} s). When {variable} is set in beat's "
-            "environment, beat writes it here at each start; otherwise this row decides.")
+    return (
+        f"Scheduled job {job}: seeded from {variable} (default {default} s). When {variable} is set in beat's "
+        "environment, beat writes it here at each start; otherwise this row decides."
+    )
 
 
 def ensure_job_schedule(*, pinned: set[str] | None = None) -> list[str]:
@@ -92,8 +109,9 @@ def ensure_job_schedule(*, pinned: set[str] | None = None) -> list[str]:
     pinned = set(settings.JOB_INTERVALS_FROM_ENV if pinned is None else pinned)
     intervals = {job: float(settings.JOB_INTERVALS.get(job, settings.JOB_INTERVAL_DEFAULTS.get(job, 0))) for job in JOBS}
     with transaction.atomic():
-        written = seed_job_schedule(PeriodicTask, IntervalSchedule, intervals=intervals,
-                                    defaults=settings.JOB_INTERVAL_DEFAULTS, overwrite=pinned)
+        written = seed_job_schedule(
+            PeriodicTask, IntervalSchedule, intervals=intervals, defaults=settings.JOB_INTERVAL_DEFAULTS, overwrite=pinned
+        )
     if written:
         PeriodicTasks.update_changed()
     return written
@@ -102,8 +120,9 @@ def ensure_job_schedule(*, pinned: set[str] | None = None) -> list[str]:
 def set_job_intervals(intervals: dict[str, float]) -> None:
     """Set jobs' intervals (seconds; 0 disables) as an admin would."""
     with transaction.atomic():
-        seed_job_schedule(PeriodicTask, IntervalSchedule, intervals=intervals,
-                          defaults=settings.JOB_INTERVAL_DEFAULTS, overwrite=set(intervals))
+        seed_job_schedule(
+            PeriodicTask, IntervalSchedule, intervals=intervals, defaults=settings.JOB_INTERVAL_DEFAULTS, overwrite=set(intervals)
+        )
         # Jobs not named are off, so a caller states the whole schedule.
         PeriodicTask.objects.filter(task__in=[task_name(job) for job in JOBS if job not in intervals]).update(enabled=False)
     PeriodicTasks.update_changed()
@@ -139,7 +158,8 @@ def period_seconds(schedule: schedules.BaseSchedule) -> float | None:
 def scheduled_intervals() -> dict[str, float]:
     """{job: seconds between runs} of every job beat runs now (enabled rows), in registry order."""
     rows = PeriodicTask.objects.filter(enabled=True, task__in=[task_name(job) for job in JOBS]).select_related(
-        "interval", "crontab", "solar", "clocked")
+        "interval", "crontab", "solar", "clocked"
+    )
     found: dict[str, float] = {}
     for row in rows:
         job = job_of_task(row.task)

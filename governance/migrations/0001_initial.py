@@ -7,140 +7,235 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memory', '0003_fulltext_search_vector'),
+        ("memory", "0003_fulltext_search_vector"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DedupProposal',
+            name="DedupProposal",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('purpose', models.CharField(max_length=100)),
-                ('subject', models.CharField(max_length=200)),
-                ('category', models.CharField(choices=[('duplicate', 'Duplicate'), ('conflict', 'Conflict')], max_length=16)),
-                ('method', models.CharField(help_text='exact_hash, normalised, token_similarity, ...', max_length=64)),
-                ('similarity', models.FloatField()),
-                ('keep_version', models.PositiveIntegerField()),
-                ('signature', models.CharField(help_text='sha256 of the member ids and versions: one proposal per state of a group.', max_length=64)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('accepted', 'Accepted'), ('rejected', 'Rejected'), ('rolled_back', 'Rolled Back')], default='open', max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_note', models.CharField(blank=True, max_length=500)),
-                ('rolled_back_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.agent')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('keep', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.memoryrecord')),
-                ('kind', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='memory.memorykind')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='dedup_proposals', to='memory.tenant')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("purpose", models.CharField(max_length=100)),
+                ("subject", models.CharField(max_length=200)),
+                ("category", models.CharField(choices=[("duplicate", "Duplicate"), ("conflict", "Conflict")], max_length=16)),
+                ("method", models.CharField(help_text="exact_hash, normalised, token_similarity, ...", max_length=64)),
+                ("similarity", models.FloatField()),
+                ("keep_version", models.PositiveIntegerField()),
+                (
+                    "signature",
+                    models.CharField(
+                        help_text="sha256 of the member ids and versions: one proposal per state of a group.", max_length=64
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "Open"),
+                            ("accepted", "Accepted"),
+                            ("rejected", "Rejected"),
+                            ("rolled_back", "Rolled Back"),
+                        ],
+                        default="open",
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_note", models.CharField(blank=True, max_length=500)),
+                ("rolled_back_at", models.DateTimeField(blank=True, null=True)),
+                ("agent", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.agent")),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "keep",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.memoryrecord"),
+                ),
+                (
+                    "kind",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="memory.memorykind"),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="dedup_proposals", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at'],
+                "ordering": ["created_at"],
             },
         ),
         migrations.CreateModel(
-            name='DedupProposalDrop',
+            name="DedupProposalDrop",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('proposal', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='drops', to='governance.dedupproposal')),
-                ('record', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.memoryrecord')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.PositiveIntegerField()),
+                (
+                    "proposal",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="drops", to="governance.dedupproposal"
+                    ),
+                ),
+                (
+                    "record",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.memoryrecord"),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ForgetRequest',
+            name="ForgetRequest",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('subject', models.CharField(max_length=200)),
-                ('reason', models.CharField(blank=True, max_length=500)),
-                ('requested_by', models.CharField(help_text='Actor label: agent:tenant/agent or user:name.', max_length=200)),
-                ('status', models.CharField(choices=[('propagating', 'Propagating'), ('completed', 'Completed')], default='propagating', max_length=16)),
-                ('affected', models.PositiveIntegerField(default=0, help_text='Records forgotten by this request, lineage included.')),
-                ('lineage_affected', models.PositiveIntegerField(default=0, help_text="Of which derived records (summaries) of the subject's records.")),
-                ('requested_at', models.DateTimeField(auto_now_add=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('records', models.ManyToManyField(blank=True, related_name='forget_requests', to='memory.memoryrecord')),
-                ('requested_by_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='forget_requests', to='memory.tenant')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("subject", models.CharField(max_length=200)),
+                ("reason", models.CharField(blank=True, max_length=500)),
+                ("requested_by", models.CharField(help_text="Actor label: agent:tenant/agent or user:name.", max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("propagating", "Propagating"), ("completed", "Completed")], default="propagating", max_length=16
+                    ),
+                ),
+                (
+                    "affected",
+                    models.PositiveIntegerField(default=0, help_text="Records forgotten by this request, lineage included."),
+                ),
+                (
+                    "lineage_affected",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Of which derived records (summaries) of the subject's records."
+                    ),
+                ),
+                ("requested_at", models.DateTimeField(auto_now_add=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("records", models.ManyToManyField(blank=True, related_name="forget_requests", to="memory.memoryrecord")),
+                (
+                    "requested_by_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="forget_requests", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-requested_at'],
+                "ordering": ["-requested_at"],
             },
         ),
         migrations.CreateModel(
-            name='ForgetTombstone',
+            name="ForgetTombstone",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject_fingerprint', models.CharField(max_length=64)),
-                ('forgotten_at', models.DateTimeField()),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='forget_tombstones', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("subject_fingerprint", models.CharField(max_length=64)),
+                ("forgotten_at", models.DateTimeField()),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="forget_tombstones", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='JobRun',
+            name="JobRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('job', models.CharField(max_length=64)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('skipped', 'Skipped')], default='running', max_length=16)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('counts', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('trigger', models.CharField(default='beat', help_text='beat, run_job or api', max_length=32)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("job", models.CharField(max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("skipped", "Skipped"),
+                        ],
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("counts", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("trigger", models.CharField(default="beat", help_text="beat, run_job or api", max_length=32)),
             ],
             options={
-                'ordering': ['-started_at'],
-                'indexes': [models.Index(fields=['job', 'status', '-started_at'], name='jobrun_last_idx')],
+                "ordering": ["-started_at"],
+                "indexes": [models.Index(fields=["job", "status", "-started_at"], name="jobrun_last_idx")],
             },
         ),
         migrations.CreateModel(
-            name='PropagationReceipt',
+            name="PropagationReceipt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('artifact', models.CharField(max_length=100)),
-                ('removed', models.PositiveIntegerField(default=0)),
-                ('completed_at', models.DateTimeField()),
-                ('note', models.CharField(blank=True, max_length=500)),
-                ('forget_request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='receipts', to='governance.forgetrequest')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("artifact", models.CharField(max_length=100)),
+                ("removed", models.PositiveIntegerField(default=0)),
+                ("completed_at", models.DateTimeField()),
+                ("note", models.CharField(blank=True, max_length=500)),
+                (
+                    "forget_request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="receipts", to="governance.forgetrequest"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddIndex(
-            model_name='dedupproposal',
-            index=models.Index(fields=['tenant', 'status', 'created_at'], name='proposal_queue_idx'),
+            model_name="dedupproposal",
+            index=models.Index(fields=["tenant", "status", "created_at"], name="proposal_queue_idx"),
         ),
         migrations.AddConstraint(
-            model_name='dedupproposal',
-            constraint=models.UniqueConstraint(fields=('signature',), name='proposal_unique_signature'),
+            model_name="dedupproposal",
+            constraint=models.UniqueConstraint(fields=("signature",), name="proposal_unique_signature"),
         ),
         migrations.AddConstraint(
-            model_name='dedupproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('similarity__gte', 0), ('similarity__lte', 1)), name='proposal_similarity_unit_range'),
+            model_name="dedupproposal",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("similarity__gte", 0), ("similarity__lte", 1)), name="proposal_similarity_unit_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='dedupproposaldrop',
-            constraint=models.UniqueConstraint(fields=('proposal', 'record'), name='proposal_drop_unique'),
+            model_name="dedupproposaldrop",
+            constraint=models.UniqueConstraint(fields=("proposal", "record"), name="proposal_drop_unique"),
         ),
         migrations.AddIndex(
-            model_name='forgetrequest',
-            index=models.Index(condition=models.Q(('status', 'propagating')), fields=['requested_at'], name='forget_open_idx'),
+            model_name="forgetrequest",
+            index=models.Index(condition=models.Q(("status", "propagating")), fields=["requested_at"], name="forget_open_idx"),
         ),
         migrations.AddIndex(
-            model_name='forgetrequest',
-            index=models.Index(fields=['tenant', 'requested_at'], name='forget_tenant_idx'),
+            model_name="forgetrequest",
+            index=models.Index(fields=["tenant", "requested_at"], name="forget_tenant_idx"),
         ),
         migrations.AddConstraint(
-            model_name='forgettombstone',
-            constraint=models.UniqueConstraint(fields=('tenant', 'subject_fingerprint'), name='tombstone_unique_subject'),
+            model_name="forgettombstone",
+            constraint=models.UniqueConstraint(fields=("tenant", "subject_fingerprint"), name="tombstone_unique_subject"),
         ),
         migrations.AddConstraint(
-            model_name='propagationreceipt',
-            constraint=models.UniqueConstraint(fields=('forget_request', 'artifact'), name='receipt_one_per_artifact'),
+            model_name="propagationreceipt",
+            constraint=models.UniqueConstraint(fields=("forget_request", "artifact"), name="receipt_one_per_artifact"),
         ),
     ]

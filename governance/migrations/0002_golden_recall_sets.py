@@ -7,56 +7,118 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0001_initial'),
-        ('memory', '0004_dashboard_created_index'),
+        ("governance", "0001_initial"),
+        ("memory", "0004_dashboard_created_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GoldenQuestion',
+            name="GoldenQuestion",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('purpose', models.CharField(max_length=100)),
-                ('subject', models.CharField(blank=True, help_text='Empty: recall across every subject.', max_length=200)),
-                ('question', models.CharField(help_text='The recall query, as the agent would send it.', max_length=1000)),
-                ('k', models.PositiveSmallIntegerField(default=10, help_text='How deep in the results an expected record may be (at most MEMORY_RECALL_MAX_LIMIT).')),
-                ('created_by', models.CharField(blank=True, help_text='Actor label: user:name or admin.', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='golden_questions', to='memory.agent')),
-                ('created_by_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('expected', models.ManyToManyField(help_text='Records recall must return in its top k (any one counts as a hit).', related_name='golden_questions', to='memory.memoryrecord')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='golden_questions', to='memory.tenant')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("purpose", models.CharField(max_length=100)),
+                ("subject", models.CharField(blank=True, help_text="Empty: recall across every subject.", max_length=200)),
+                ("question", models.CharField(help_text="The recall query, as the agent would send it.", max_length=1000)),
+                (
+                    "k",
+                    models.PositiveSmallIntegerField(
+                        default=10,
+                        help_text="How deep in the results an expected record may be (at most MEMORY_RECALL_MAX_LIMIT).",
+                    ),
+                ),
+                ("created_by", models.CharField(blank=True, help_text="Actor label: user:name or admin.", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="golden_questions", to="memory.agent"
+                    ),
+                ),
+                (
+                    "created_by_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "expected",
+                    models.ManyToManyField(
+                        help_text="Records recall must return in its top k (any one counts as a hit).",
+                        related_name="golden_questions",
+                        to="memory.memoryrecord",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="golden_questions", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tenant', 'created_at', 'id'],
-                'indexes': [models.Index(fields=['tenant', 'created_at'], name='golden_question_tenant_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('k__gte', 1)), name='golden_k_positive')],
+                "ordering": ["tenant", "created_at", "id"],
+                "indexes": [models.Index(fields=["tenant", "created_at"], name="golden_question_tenant_idx")],
+                "constraints": [models.CheckConstraint(condition=models.Q(("k__gte", 1)), name="golden_k_positive")],
             },
         ),
         migrations.CreateModel(
-            name='GoldenRun',
+            name="GoldenRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.CharField(help_text='Name of the index the questions ran against.', max_length=200)),
-                ('index_active', models.BooleanField(default=False, help_text='The index was the active one when the run started.')),
-                ('trigger', models.CharField(choices=[('manual', 'Manual'), ('nightly', 'Nightly'), ('index_change', 'Index Change')], max_length=16)),
-                ('requested_by', models.CharField(blank=True, help_text='Actor label: user:name, job:golden_recall, ...', max_length=200)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('questions', models.PositiveIntegerField(default=0, help_text='Questions scored.')),
-                ('stale', models.PositiveIntegerField(default=0, help_text='Questions not scored: none of their records is recallable.')),
-                ('hits', models.PositiveIntegerField(default=0)),
-                ('hit_at_k', models.FloatField(blank=True, help_text='Share of scored questions with an expected record in their top k.', null=True)),
-                ('mrr', models.FloatField(blank=True, help_text='Mean reciprocal rank of the first expected record (0 beyond k).', null=True)),
-                ('results', models.JSONField(blank=True, default=list, help_text='Per question: ids, rank, hit; never text.')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='golden_runs', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.CharField(help_text="Name of the index the questions ran against.", max_length=200)),
+                (
+                    "index_active",
+                    models.BooleanField(default=False, help_text="The index was the active one when the run started."),
+                ),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[("manual", "Manual"), ("nightly", "Nightly"), ("index_change", "Index Change")], max_length=16
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.CharField(blank=True, help_text="Actor label: user:name, job:golden_recall, ...", max_length=200),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("questions", models.PositiveIntegerField(default=0, help_text="Questions scored.")),
+                (
+                    "stale",
+                    models.PositiveIntegerField(
+                        default=0, help_text="Questions not scored: none of their records is recallable."
+                    ),
+                ),
+                ("hits", models.PositiveIntegerField(default=0)),
+                (
+                    "hit_at_k",
+                    models.FloatField(
+                        blank=True, help_text="Share of scored questions with an expected record in their top k.", null=True
+                    ),
+                ),
+                (
+                    "mrr",
+                    models.FloatField(
+                        blank=True, help_text="Mean reciprocal rank of the first expected record (0 beyond k).", null=True
+                    ),
+                ),
+                ("results", models.JSONField(blank=True, default=list, help_text="Per question: ids, rank, hit; never text.")),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="golden_runs", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
-                'indexes': [models.Index(fields=['tenant', 'started_at'], name='golden_run_tenant_idx')],
+                "ordering": ["-started_at", "-id"],
+                "indexes": [models.Index(fields=["tenant", "started_at"], name="golden_run_tenant_idx")],
             },
         ),
     ]

@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("governance", "0002_golden_recall_sets"),
         ("memory", "0004_dashboard_created_index"),
@@ -18,12 +17,21 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="forgetrequest",
             name="requested_by_agent",
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="memory.agent"),
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="memory.agent"
+            ),
         ),
         migrations.AddField(
             model_name="forgetrequest",
             name="requested_by_credential",
-            field=models.ForeignKey(blank=True, help_text="The token that filed it: an agent reads its forget requests back through this key.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="memory.agentcredential"),
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The token that filed it: an agent reads its forget requests back through this key.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="memory.agentcredential",
+            ),
         ),
         migrations.AlterField(
             model_name="forgetrequest",

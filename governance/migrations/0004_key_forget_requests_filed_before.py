@@ -18,7 +18,12 @@ from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
 def backfill_requesting_agents(apps, schema_editor):
     ForgetRequest = apps.get_model("governance", "ForgetRequest")
     Agent = apps.get_model("memory", "Agent")
-    labels = ForgetRequest.objects.order_by().filter(requested_by__startswith="agent:").values_list("requested_by", flat=True).distinct()
+    labels = (
+        ForgetRequest.objects.order_by()
+        .filter(requested_by__startswith="agent:")
+        .values_list("requested_by", flat=True)
+        .distinct()
+    )
     for label in labels:
         tenant_slug, _, agent_slug = label.removeprefix("agent:").partition("/")
         agent = Agent.objects.filter(tenant__slug=tenant_slug, slug=agent_slug).first()
@@ -44,7 +49,6 @@ def key_the_fingerprints_and_reopen(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("governance", "0003_forget_requester_keys_and_keyed_fingerprints"),
     ]

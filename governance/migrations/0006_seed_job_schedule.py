@@ -10,7 +10,8 @@ def seed(apps, schema_editor):
     from governance.jobs.schedule import seed_job_schedule
 
     seed_job_schedule(
-        apps.get_model("django_celery_beat", "PeriodicTask"), apps.get_model("django_celery_beat", "IntervalSchedule"),
+        apps.get_model("django_celery_beat", "PeriodicTask"),
+        apps.get_model("django_celery_beat", "IntervalSchedule"),
         intervals={job: float(seconds) for job, seconds in settings.JOB_INTERVALS.items()},
         defaults=settings.JOB_INTERVAL_DEFAULTS,
     )
@@ -25,7 +26,6 @@ def unseed(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("governance", "0005_revocations_alerts_and_digests"),
         ("django_celery_beat", "0019_alter_periodictasks_options"),

@@ -5,31 +5,62 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0006_seed_job_schedule'),
-        ('memory', '0009_rejected_claims_keep_their_trust'),
+        ("governance", "0006_seed_job_schedule"),
+        ("memory", "0009_rejected_claims_keep_their_trust"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PrunedRecord',
+            name="PrunedRecord",
             fields=[
-                ('id', models.UUIDField(editable=False, help_text="The pruned record's id.", primary_key=True, serialize=False)),
-                ('purpose', models.CharField(max_length=100)),
-                ('subject_fingerprint', models.CharField(help_text="The subject's keyed fingerprint, never the subject.", max_length=80)),
-                ('status', models.CharField(choices=[('quarantined', 'Quarantined'), ('active', 'Active'), ('rejected', 'Rejected'), ('superseded', 'Superseded'), ('expired', 'Expired'), ('forgotten', 'Forgotten')], help_text='Its status when it was pruned.', max_length=16)),
-                ('created_at', models.DateTimeField()),
-                ('status_changed_at', models.DateTimeField(help_text='When it entered that status.')),
-                ('active_from', models.DateTimeField(blank=True, help_text='First activation; null if never active.', null=True)),
-                ('active_until', models.DateTimeField(blank=True, help_text='When it left active (or expired, if earlier); null if never active.', null=True)),
-                ('pruned_at', models.DateTimeField()),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.agent')),
-                ('kind', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='memory.memorykind')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.tenant')),
+                ("id", models.UUIDField(editable=False, help_text="The pruned record's id.", primary_key=True, serialize=False)),
+                ("purpose", models.CharField(max_length=100)),
+                (
+                    "subject_fingerprint",
+                    models.CharField(help_text="The subject's keyed fingerprint, never the subject.", max_length=80),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("quarantined", "Quarantined"),
+                            ("active", "Active"),
+                            ("rejected", "Rejected"),
+                            ("superseded", "Superseded"),
+                            ("expired", "Expired"),
+                            ("forgotten", "Forgotten"),
+                        ],
+                        help_text="Its status when it was pruned.",
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                ("status_changed_at", models.DateTimeField(help_text="When it entered that status.")),
+                ("active_from", models.DateTimeField(blank=True, help_text="First activation; null if never active.", null=True)),
+                (
+                    "active_until",
+                    models.DateTimeField(
+                        blank=True, help_text="When it left active (or expired, if earlier); null if never active.", null=True
+                    ),
+                ),
+                ("pruned_at", models.DateTimeField()),
+                ("agent", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.agent")),
+                (
+                    "kind",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="memory.memorykind"),
+                ),
+                ("tenant", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.tenant")),
             ],
             options={
-                'indexes': [models.Index(condition=models.Q(('active_from__isnull', False)), fields=['tenant', 'agent', 'purpose', 'active_from'], name='pruned_active_scope_idx'), models.Index(fields=['pruned_at'], name='pruned_at_idx')],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("active_from__isnull", False)),
+                        fields=["tenant", "agent", "purpose", "active_from"],
+                        name="pruned_active_scope_idx",
+                    ),
+                    models.Index(fields=["pruned_at"], name="pruned_at_idx"),
+                ],
             },
         ),
     ]

@@ -5,16 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0007_pruned_record_trace'),
-        ('memory', '0018_source_holds'),
+        ("governance", "0007_pruned_record_trace"),
+        ("memory", "0018_source_holds"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='revocation',
-            name='hold',
-            field=models.ForeignKey(blank=True, help_text="A session's or address's hold: its later writes wait for review until cleared.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='revocations', to='memory.sourcehold'),
+            model_name="revocation",
+            name="hold",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="A session's or address's hold: its later writes wait for review until cleared.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="revocations",
+                to="memory.sourcehold",
+            ),
         ),
     ]

@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0008_revocation_hold'),
+        ("governance", "0008_revocation_hold"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='propagationreceipt',
-            name='completed_at',
-            field=models.DateTimeField(blank=True, help_text="Empty while the artifact's own job has yet to finish (the disk rewrite).", null=True),
+            model_name="propagationreceipt",
+            name="completed_at",
+            field=models.DateTimeField(
+                blank=True, help_text="Empty while the artifact's own job has yet to finish (the disk rewrite).", null=True
+            ),
         ),
     ]

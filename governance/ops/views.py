@@ -36,9 +36,12 @@ def health(request: HttpRequest) -> JsonResponse:
     checks = {"database": check_database(), "broker": check_broker(), "scheduler": check_scheduler()}
     failing = [name for name, result in checks.items() if not result["ok"]]
     if failing == ["scheduler"] and starting_up(checks["scheduler"]):
-        body = {"status": "starting", "checks": checks,
-                "note": "The scheduled jobs have not all run yet since the service started; this is normal for "
-                        f"the first {settings.HEALTH_STARTUP_GRACE_SECONDS:g} seconds."}
+        body = {
+            "status": "starting",
+            "checks": checks,
+            "note": "The scheduled jobs have not all run yet since the service started; this is normal for "
+            f"the first {settings.HEALTH_STARTUP_GRACE_SECONDS:g} seconds.",
+        }
         return JsonResponse(body, status=200)
     body: dict[str, Any] = {"status": "fail" if failing else "ok", "checks": checks}
     if failing:
@@ -83,7 +86,10 @@ def check_scheduler(now: datetime | None = None) -> dict[str, Any]:
         beat_runs = JobRun.objects.filter(trigger="beat")
         first_seen = beat_runs.aggregate(first=Min("started_at"))["first"]
         last_success = {
-            job: beat_runs.filter(job=job, status=JobRun.Status.SUCCEEDED).order_by("-started_at").values_list("finished_at", flat=True).first()
+            job: beat_runs.filter(job=job, status=JobRun.Status.SUCCEEDED)
+            .order_by("-started_at")
+            .values_list("finished_at", flat=True)
+            .first()
             for job in scheduled
         }
     except Exception as exc:

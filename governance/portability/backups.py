@@ -85,10 +85,20 @@ def _connection():
 
 
 def _pg_args(params: dict, *, database: str | None = None) -> tuple[list[str], dict[str, str]]:
-    args = ["--host", params.get("HOST") or "127.0.0.1", "--port", str(params.get("PORT") or 5432),
-            "--username", params.get("USER") or "postgres", "--no-password"]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PGPASSWORD": params.get("PASSWORD") or "",
-           "PGDATABASE": database or params["NAME"]}
+    args = [
+        "--host",
+        params.get("HOST") or "127.0.0.1",
+        "--port",
+        str(params.get("PORT") or 5432),
+        "--username",
+        params.get("USER") or "postgres",
+        "--no-password",
+    ]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PGPASSWORD": params.get("PASSWORD") or "",
+        "PGDATABASE": database or params["NAME"],
+    }
     return args, env
 
 
@@ -170,11 +180,17 @@ def backup(outfile: Path) -> BackupResult:
         os.chmod(partial, 0o600)
         os.replace(partial, outfile)
     JobRun.objects.create(
-        job="backup", status=JobRun.Status.SUCCEEDED, trigger="command", started_at=parse_datetime(manifest["started_at"]),
-        finished_at=timezone.now(), counts={"records": manifest["counts"]["records"], "bytes": outfile.stat().st_size},
+        job="backup",
+        status=JobRun.Status.SUCCEEDED,
+        trigger="command",
+        started_at=parse_datetime(manifest["started_at"]),
+        finished_at=timezone.now(),
+        counts={"records": manifest["counts"]["records"], "bytes": outfile.stat().st_size},
     )
-    logger.info("backup written", extra={"backup_id": manifest["id"], "bytes": outfile.stat().st_size,
-                                          "records": manifest["counts"]["records"]})
+    logger.info(
+        "backup written",
+        extra={"backup_id": manifest["id"], "bytes": outfile.stat().st_size, "records": manifest["counts"]["records"]},
+    )
     return BackupResult(outfile, manifest)
 
 
@@ -196,8 +212,12 @@ def _pg_dump_consistent(connection, dump: Path) -> dict:
             cursor.execute("SELECT pg_export_snapshot(), current_schema()")
             snapshot, schema = cursor.fetchone()
         details = {"counts": _counts(), "schema": _schema_version(connection), "database_schema": schema}
-        _run(["pg_dump", *args, "--format=custom", f"--schema={schema}", f"--snapshot={snapshot}", "--file", str(dump)],
-             env, what="pg_dump", timeout=3600)
+        _run(
+            ["pg_dump", *args, "--format=custom", f"--schema={schema}", f"--snapshot={snapshot}", "--file", str(dump)],
+            env,
+            what="pg_dump",
+            timeout=3600,
+        )
     return details
 
 
@@ -256,11 +276,14 @@ class RestoreResult:
 
     def summary(self) -> dict:
         return {
-            "backup": self.manifest["id"], "backup_started_at": self.manifest["started_at"],
+            "backup": self.manifest["id"],
+            "backup_started_at": self.manifest["started_at"],
             "reapplied_forgets": len([r for r in self.reforgotten if r.forget_request]),
             "records_reforgotten": sum(r.affected for r in self.reforgotten),
             "skipped_forgets": len([r for r in self.reforgotten if r.skipped]),
-            "requests_propagated": self.propagated, "counts": self.counts, "disk_rewrite": self.disk,
+            "requests_propagated": self.propagated,
+            "counts": self.counts,
+            "disk_rewrite": self.disk,
         }
 
 
@@ -282,8 +305,10 @@ def _check_restorable(manifest: dict, connection) -> None:
     known = {f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).graph.nodes}
     unknown = sorted(set(manifest["schema"]["applied"]) - known)
     if unknown:
-        raise BackupError(f"The backup was made by a newer version of the app (migrations unknown here: "
-                          f"{', '.join(unknown[:5])}). Upgrade the code first.")
+        raise BackupError(
+            f"The backup was made by a newer version of the app (migrations unknown here: "
+            f"{', '.join(unknown[:5])}). Upgrade the code first."
+        )
 
 
 def restore(infile: Path) -> RestoreResult:
@@ -316,11 +341,17 @@ def restore(infile: Path) -> RestoreResult:
     ledger.record_restore(backup=manifest["id"], backup_started_at=parse_datetime(manifest["started_at"]), reapplied=reapplied)
     summary = result.summary()
     run = JobRun.objects.create(
-        job="restore", status=JobRun.Status.SUCCEEDED, trigger="command", started_at=started_at, finished_at=timezone.now(),
+        job="restore",
+        status=JobRun.Status.SUCCEEDED,
+        trigger="command",
+        started_at=started_at,
+        finished_at=timezone.now(),
         counts={key: value for key, value in summary.items() if isinstance(value, int)},
     )
     result.job_run_id = run.pk
-    logger.info("backup restored", extra={"backup_id": manifest["id"], **{k: v for k, v in summary.items() if isinstance(v, int)}})
+    logger.info(
+        "backup restored", extra={"backup_id": manifest["id"], **{k: v for k, v in summary.items() if isinstance(v, int)}}
+    )
     result.disk = _rewrite_disk_now()
     return result
 
@@ -332,8 +363,13 @@ def _rewrite_disk_now() -> dict:
     (best effort: beat's schedule remains)."""
     run = run_job(disk.JOB, trigger="restore")
     counts = run.counts or {}
-    outcome = {"run": run.pk, "status": run.status, "database": _connection().vendor, **{key: counts.get(key, 0) for key in (
-        "requests", "requests_completed", "tables_verified", "tables_pending")}, "errors": list(run.errors)}
+    outcome = {
+        "run": run.pk,
+        "status": run.status,
+        "database": _connection().vendor,
+        **{key: counts.get(key, 0) for key in ("requests", "requests_completed", "tables_verified", "tables_pending")},
+        "errors": list(run.errors),
+    }
     outcome["complete"] = run.status == JobRun.Status.SUCCEEDED and outcome["requests_completed"] == outcome["requests"]
     if not outcome["complete"]:
         from governance.tasks import run_disk_rewrite
@@ -375,19 +411,28 @@ def _reforget_restored(manifest: dict, result: RestoreResult) -> None:
             item.skipped = "tenant not in the backup: nothing of it to forget"
             continue
         request = forget_request_create(
-            actor=actor, tenant=tenant, subject=entry["subject_fingerprint"],
+            actor=actor,
+            tenant=tenant,
+            subject=entry["subject_fingerprint"],
             reason=f"Re-applied after restoring backup {manifest['id']}: forget request {entry['request']} of "
-                   f"{entry['requested_at']:%Y-%m-%d %H:%M} UTC is newer than the backup.",
+            f"{entry['requested_at']:%Y-%m-%d %H:%M} UTC is newer than the backup.",
         )
         item.forget_request, item.affected = request.pk, request.affected
         PropagationReceipt.objects.create(
-            forget_request=request, artifact=RESTORE_RECEIPT, removed=request.affected, completed_at=timezone.now(),
-            note=(f"Restore of backup {manifest['id']} (started {manifest['started_at'][:16]} UTC): the backup predates forget "
-                  f"request {entry['request']}, kept in the forget ledger; re-applied before the restore returned.")[:500],
+            forget_request=request,
+            artifact=RESTORE_RECEIPT,
+            removed=request.affected,
+            completed_at=timezone.now(),
+            note=(
+                f"Restore of backup {manifest['id']} (started {manifest['started_at'][:16]} UTC): the backup predates forget "
+                f"request {entry['request']}, kept in the forget ledger; re-applied before the restore returned."
+            )[:500],
         )
     for _request, outcome in propagate_open_forget_requests(batch_size=1000):
         if isinstance(outcome, Exception):
-            raise BackupError(f"Propagating forget request {_request.pk} in the restored database failed: {type(outcome).__name__}.")
+            raise BackupError(
+                f"Propagating forget request {_request.pk} in the restored database failed: {type(outcome).__name__}."
+            )
         result.propagated += 1
     result.counts = _counts()
 
@@ -398,16 +443,19 @@ def _pg_restore(connection, dump: Path, result: RestoreResult) -> None:
     wait on the dropped tables' locks meanwhile and then see the restored, re-forgotten database."""
     _args, env = _pg_args(connection.settings_dict)
     schema = result.manifest.get("database_schema") or _schema(connection)
-    reader = subprocess.Popen(["pg_restore", "--no-owner", "--file", "-", str(dump)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader = subprocess.Popen(
+        ["pg_restore", "--no-owner", "--file", "-", str(dump)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(f"DROP SCHEMA IF EXISTS {connection.ops.quote_name(schema)} CASCADE")
                 _run_script(cursor, reader.stdout)
             if reader.wait(timeout=3600) != 0:
-                raise BackupError(f"pg_restore failed (exit {reader.returncode}): "
-                                  f"{reader.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}")
+                raise BackupError(
+                    f"pg_restore failed (exit {reader.returncode}): "
+                    f"{reader.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}"
+                )
             _reforget_restored(result.manifest, result)
     finally:
         if reader.poll() is None:

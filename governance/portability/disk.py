@@ -84,20 +84,25 @@ class DiskArtifact:
     def purge(self, request, record_ids):
         if connection.vendor == "sqlite":
             transaction.on_commit(checkpoint_sqlite)
-            return 0, ("Pending: secure_delete zeroes removed content in the database file when each change commits; "
-                       "the write-ahead log is checkpointed after propagation and by the disk_rewrite job, which "
-                       "verifies it and completes this receipt. " + remains_note(request.requested_at))[:NOTE_CHARS]
+            return 0, (
+                "Pending: secure_delete zeroes removed content in the database file when each change commits; "
+                "the write-ahead log is checkpointed after propagation and by the disk_rewrite job, which "
+                "verifies it and completes this receipt. " + remains_note(request.requested_at)
+            )[:NOTE_CHARS]
         interval = scheduled_intervals().get(JOB) or 0
         when = f"runs every {int(interval)} s" if interval else "is not scheduled (run manage.py run_job disk_rewrite)"
-        return 0, ("Pending: PostgreSQL keeps deleted row versions in the table files until the tables are rewritten. "
-                   f"The disk_rewrite job ({when}) rewrites the tables forgets touched, online with pg_repack, checks "
-                   "each got new files and completes this receipt. " + remains_note(request.requested_at))[:NOTE_CHARS]
+        return 0, (
+            "Pending: PostgreSQL keeps deleted row versions in the table files until the tables are rewritten. "
+            f"The disk_rewrite job ({when}) rewrites the tables forgets touched, online with pg_repack, checks "
+            "each got new files and completes this receipt. " + remains_note(request.requested_at)
+        )[:NOTE_CHARS]
 
 
 def pending_receipts(*, completed_before: datetime) -> QuerySet[PropagationReceipt]:
     return PropagationReceipt.objects.filter(
         Q(completed_at__isnull=True) | Q(completed_at__lte=F("forget_request__completed_at")),
-        artifact=ARTIFACT, forget_request__status=ForgetRequest.Status.COMPLETED,
+        artifact=ARTIFACT,
+        forget_request__status=ForgetRequest.Status.COMPLETED,
         forget_request__completed_at__lte=completed_before,
     )
 
@@ -113,10 +118,17 @@ def schema_relation_files(cursor) -> list[Path]:
                         WHERE n.nspname = current_schema()),
                 rels AS (SELECT oid FROM own UNION SELECT reltoastrelid FROM own WHERE reltoastrelid <> 0
                          UNION SELECT i.indexrelid FROM pg_index i JOIN own ON i.indrelid = own.reltoastrelid)
-           SELECT pg_relation_filepath(oid) FROM rels""")
+           SELECT pg_relation_filepath(oid) FROM rels"""
+    )
     bases = [data / row[0] for row in cursor.fetchall() if row[0]]
-    return sorted({path for base in bases for path in base.parent.glob(base.name + "*")
-                   if path.name == base.name or path.name[len(base.name)] in "._"})
+    return sorted(
+        {
+            path
+            for base in bases
+            for path in base.parent.glob(base.name + "*")
+            if path.name == base.name or path.name[len(base.name)] in "._"
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,22 +193,29 @@ class Rewrite:
         at = f"{self.finished_at:%Y-%m-%d %H:%M} UTC"
         remains = remains_note(requested_at)
         if self.method == "sqlite_checkpoint":
-            done = (f"On disk at {at}, verified: secure_delete zeroed the removed content at commit, every FTS5 index "
-                    "was merged, and the write-ahead log was checkpointed and truncated to 0 bytes." if self.complete
-                    else f"Pending: not verified on disk at {at}: {self.reason}")
+            done = (
+                f"On disk at {at}, verified: secure_delete zeroed the removed content at commit, every FTS5 index "
+                "was merged, and the write-ahead log was checkpointed and truncated to 0 bytes."
+                if self.complete
+                else f"Pending: not verified on disk at {at}: {self.reason}"
+            )
             return f"{done} {remains}"[:NOTE_CHARS]
         if self.complete:
             how = "online by pg_repack" if self.method == "pg_repack" else "by VACUUM FULL (tables locked meanwhile)"
             if not self.files_checked:
                 gone = "out of use (this role may not stat the server's files)"
             else:
-                gone = "checked gone after a CHECKPOINT" if self.checkpoint else "checked empty (the next checkpoint removes them)"
+                gone = (
+                    "checked gone after a CHECKPOINT" if self.checkpoint else "checked empty (the next checkpoint removes them)"
+                )
             head = f"On disk at {at}: rewritten and verified: {len(self.verified)} tables ("
             tail = f"), {how}: new files for each, its TOAST table and indexes; the old files {gone}. {remains}"
             return (head + name_list(self.verified, room=NOTE_CHARS - len(head) - len(tail)) + tail)[:NOTE_CHARS]
         head = f"Pending: not verified on disk at {at}: {len(self.pending)} of {len(self.tables)} tables ("
-        tail = (f") {self.reason} The disk_rewrite job retries them. Rewritten and verified meanwhile: "
-                f"{len(self.verified)} tables. {remains}")
+        tail = (
+            f") {self.reason} The disk_rewrite job retries them. Rewritten and verified meanwhile: "
+            f"{len(self.verified)} tables. {remains}"
+        )
         return (head + name_list(self.pending, room=max(NOTE_CHARS - len(head) - len(tail), 80)) + tail)[:NOTE_CHARS]
 
 
@@ -208,8 +227,10 @@ def name_list(names: list[str], *, room: int) -> str:
         for name in names[:shown]:
             prefix, _, rest = name.partition("_")
             groups.setdefault(prefix, []).append(rest)
-        parts = [f"{prefix}_{{{', '.join(rests)}}}" if len(rests) > 1 else f"{prefix}_{rests[0]}" if rests[0] else prefix
-                 for prefix, rests in groups.items()]
+        parts = [
+            f"{prefix}_{{{', '.join(rests)}}}" if len(rests) > 1 else f"{prefix}_{rests[0]}" if rests[0] else prefix
+            for prefix, rests in groups.items()
+        ]
         text = ", ".join(parts) + (f" and {len(names) - shown} more" if shown < len(names) else "")
         if len(text) <= room:
             return text
@@ -321,16 +342,25 @@ def _pg_rewrite(*, since: datetime | None) -> Rewrite:
         else:
             rewrite.pending.append(table)
     if binary is None and not full:
-        rewrite.reason = (f"No pg_repack: {why_not} Plain VACUUM ran, which leaves deleted row versions in the table "
-                          "files until their space is reused (no deadline). Install pg_repack, or set "
-                          "FORGET_DISK_VACUUM_FULL.")
+        rewrite.reason = (
+            f"No pg_repack: {why_not} Plain VACUUM ran, which leaves deleted row versions in the table "
+            "files until their space is reused (no deadline). Install pg_repack, or set "
+            "FORGET_DISK_VACUUM_FULL."
+        )
     elif rewrite.pending:
         causes = sorted({why.get(table, "the table kept its old files") for table in rewrite.pending})
         rewrite.reason = "Left as they were: " + "; ".join(causes) + "."
     rewrite.finished_at = timezone.now()
-    logger.info("disk rewrite", extra={"method": rewrite.method, "tables_verified": rewrite.verified,
-                                       "tables_pending": rewrite.pending, "checkpoint": rewrite.checkpoint,
-                                       "files_checked": rewrite.files_checked})
+    logger.info(
+        "disk rewrite",
+        extra={
+            "method": rewrite.method,
+            "tables_verified": rewrite.verified,
+            "tables_pending": rewrite.pending,
+            "checkpoint": rewrite.checkpoint,
+            "files_checked": rewrite.files_checked,
+        },
+    )
     return rewrite
 
 
@@ -388,9 +418,21 @@ def _run_pg_repack(binary: str, tables: list[str]) -> dict[str, str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_schema()")
         schema = cursor.fetchone()[0]
-    command = [binary, "--no-superuser-check", "--no-kill-backend", f"--wait-timeout={REPACK_WAIT_SECONDS}",
-               "--no-password", "--dbname", params["NAME"], "--host", params.get("HOST") or "127.0.0.1",
-               "--port", str(params.get("PORT") or 5432), "--username", params.get("USER") or "postgres"]
+    command = [
+        binary,
+        "--no-superuser-check",
+        "--no-kill-backend",
+        f"--wait-timeout={REPACK_WAIT_SECONDS}",
+        "--no-password",
+        "--dbname",
+        params["NAME"],
+        "--host",
+        params.get("HOST") or "127.0.0.1",
+        "--port",
+        str(params.get("PORT") or 5432),
+        "--username",
+        params.get("USER") or "postgres",
+    ]
     env = {"PATH": "/usr/bin:/bin", "PGPASSWORD": params.get("PASSWORD") or "", "PGAPPNAME": "governed-memory disk_rewrite"}
     deadline = time.monotonic() + REPACK_TIMEOUT_SECONDS
     why: dict[str, str] = {}
@@ -400,8 +442,9 @@ def _run_pg_repack(binary: str, tables: list[str]) -> dict[str, str]:
             why[table] = f"pg_repack did not reach it within {REPACK_TIMEOUT_SECONDS} s"
             continue
         try:
-            completed = subprocess.run([*command, "--table", f"{schema}.{table}"], env=env, capture_output=True,
-                                       text=True, timeout=left)
+            completed = subprocess.run(
+                [*command, "--table", f"{schema}.{table}"], env=env, capture_output=True, text=True, timeout=left
+            )
         except subprocess.TimeoutExpired:
             why[table] = f"pg_repack did not finish within {REPACK_TIMEOUT_SECONDS} s"
             continue

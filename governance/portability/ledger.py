@@ -112,14 +112,26 @@ def record_forget_request_on_commit(request: ForgetRequest) -> None:
     try:
         record_forget_requests([request])
     except OSError as exc:
-        logger.error("could not record the forget request in the ledger; propagation will retry",
-                     extra={"forget_request_id": str(request.pk), "error": type(exc).__name__})
+        logger.error(
+            "could not record the forget request in the ledger; propagation will retry",
+            extra={"forget_request_id": str(request.pk), "error": type(exc).__name__},
+        )
 
 
 def record_restore(*, backup: str, backup_started_at: datetime, reapplied: list[str]) -> None:
     with _locked(ledger_path()) as fd:
-        _append(fd, [{"type": "restore", "backup": backup, "backup_started_at": backup_started_at.isoformat(),
-                      "restored_at": timezone.now().isoformat(), "reapplied": reapplied}])
+        _append(
+            fd,
+            [
+                {
+                    "type": "restore",
+                    "backup": backup,
+                    "backup_started_at": backup_started_at.isoformat(),
+                    "restored_at": timezone.now().isoformat(),
+                    "reapplied": reapplied,
+                }
+            ],
+        )
 
 
 def forget_entries(*, since: datetime | None = None) -> list[dict]:
@@ -146,5 +158,7 @@ class ForgetLedgerArtifact:
     def purge(self, request, record_ids):
         added = record_forget_requests([ForgetRequest.objects.select_related("tenant").get(pk=request.pk)])
         when = "now" if added else "when the request was filed"
-        return 0, (f"Recorded in the forget ledger {when} (tenant and keyed subject fingerprint only), outside the "
-                   "database: a restore of an older backup re-applies this forget before it returns.")
+        return 0, (
+            f"Recorded in the forget ledger {when} (tenant and keyed subject fingerprint only), outside the "
+            "database: a restore of an older backup re-applies this forget before it returns."
+        )

@@ -29,10 +29,18 @@ class MomentField(forms.DateTimeField):
     A text box, not the browser's date-and-time control: that one shows the browser's own format
     (12/02/2026, 06:22:30 AM in a US locale) and no zone, beside times the pages print otherwise."""
 
-    widget = forms.DateTimeInput(format="%Y-%m-%d %H:%M:%S", attrs={
-        "placeholder": "YYYY-MM-DD HH:MM:SS", "autocomplete": "off", "spellcheck": "false", "class": "moment"})
-    input_formats = ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M",
-                     "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f"]
+    widget = forms.DateTimeInput(
+        format="%Y-%m-%d %H:%M:%S",
+        attrs={"placeholder": "YYYY-MM-DD HH:MM:SS", "autocomplete": "off", "spellcheck": "false", "class": "moment"},
+    )
+    input_formats = [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S.%f",
+        "%Y-%m-%dT%H:%M:%S.%f",
+    ]
     default_error_messages = {"invalid": "Enter a date and time in UTC, e.g. 2026-11-03 14:30:00."}
 
     def to_python(self, value):
@@ -77,13 +85,18 @@ class AgentChoiceField(forms.ModelChoiceField):
 
 
 class RecallAsOfForm(forms.Form):
-    query = forms.CharField(max_length=RECALL_QUERY_MAX_CHARS, required=False, strip=True,
-                            help_text="What the agent asked for, in words.")
+    query = forms.CharField(
+        max_length=RECALL_QUERY_MAX_CHARS, required=False, strip=True, help_text="What the agent asked for, in words."
+    )
     agent = AgentChoiceField(queryset=None, help_text="Tenant / agent.")
     purpose = forms.CharField(max_length=PURPOSE_MAX_CHARS, strip=True, help_text="e.g. support")
     as_of = MomentField(label="At", help_text="UTC, e.g. 2026-11-03 14:30:00: when the agent answered the customer.")
-    subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, required=False, strip=True,
-                              help_text="Optional: only memories about this subject, e.g. customer/acme.")
+    subject = forms.CharField(
+        max_length=SUBJECT_MAX_CHARS,
+        required=False,
+        strip=True,
+        help_text="Optional: only memories about this subject, e.g. customer/acme.",
+    )
 
     def __init__(self, *args, agents, **kwargs):
         super().__init__(*args, **kwargs)
@@ -100,16 +113,21 @@ def recall_asof(request: HttpRequest) -> HttpResponse:
     reconstructed = None
     if asked and form.is_valid():
         data = form.cleaned_data
-        q = RecallQuery(query=data["query"], purpose=data["purpose"], subject=data["subject"] or None,
-                        limit=RESULTS_SHOWN)
+        q = RecallQuery(query=data["query"], purpose=data["purpose"], subject=data["subject"] or None, limit=RESULTS_SHOWN)
         try:
             reconstructed = recall_as_of(agent=data["agent"], q=q, at=data["as_of"])
         except DomainError as exc:
             form.add_error(None, exc.detail)
-    return render_page(request, "review/recall_asof.html", {
-        "nav": "recall_asof", "form": form, "reconstructed": reconstructed,
-        "as_of_param": _param(form.cleaned_data.get("as_of")) if reconstructed else "",
-    })
+    return render_page(
+        request,
+        "review/recall_asof.html",
+        {
+            "nav": "recall_asof",
+            "form": form,
+            "reconstructed": reconstructed,
+            "as_of_param": _param(form.cleaned_data.get("as_of")) if reconstructed else "",
+        },
+    )
 
 
 def _param(moment: datetime | None) -> str:

@@ -66,8 +66,14 @@ def optional_url(name: str) -> str | None:
 # (beat, run_job, admin, ...) or a golden run's (manual, nightly, index_change). One wording
 # everywhere, so the home page and the golden page do not name the same start two ways.
 HOW_STARTED = {
-    "beat": "on schedule", "nightly": "on schedule", "run_job": "by command", "command": "by command",
-    "admin": "from the admin", "api": "through the API", "restore": "after a restore", "manual": "on request",
+    "beat": "on schedule",
+    "nightly": "on schedule",
+    "run_job": "by command",
+    "command": "by command",
+    "admin": "from the admin",
+    "api": "through the API",
+    "restore": "after a restore",
+    "manual": "on request",
     "index_change": "for an index change",
 }
 

@@ -22,7 +22,9 @@ class ExportForm(forms.Form):
     tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
     subject = forms.CharField(required=False, max_length=SUBJECT_MAX_CHARS, help_text="Only this subject (exact); empty for all.")
     status = forms.MultipleChoiceField(
-        choices=Status.choices, required=False, widget=forms.CheckboxSelectMultiple,
+        choices=Status.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="Only these statuses; none ticked for all. Forgotten memories are exported as tombstones without content.",
     )
 
@@ -46,7 +48,13 @@ def export(request: HttpRequest) -> HttpResponse:
     tenant = form.cleaned_data["tenant"]
     root = f"{tenant.slug}-memories-{timezone.now():%Y%m%d-%H%M%S}"
     stream = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115  (FileResponse closes it once sent)
-    export_to_zip(request.actor, tenant, stream, root=root, subject=form.cleaned_data["subject"] or None,
-                  statuses=form.cleaned_data["status"] or None)
+    export_to_zip(
+        request.actor,
+        tenant,
+        stream,
+        root=root,
+        subject=form.cleaned_data["subject"] or None,
+        statuses=form.cleaned_data["status"] or None,
+    )
     stream.seek(0)
     return FileResponse(stream, as_attachment=True, filename=f"{root}.zip", content_type="application/zip")

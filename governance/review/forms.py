@@ -75,8 +75,10 @@ class ForgetRequestForm(forms.Form):
     tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
     subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, strip=True, help_text="Exactly as stored, e.g. customer/acme.")
     reason = forms.CharField(
-        max_length=NOTE_MAX_CHARS, strip=True, widget=forms.TextInput,
-        help_text="Why, for the audit trail, e.g. \"erasure request #123\".",
+        max_length=NOTE_MAX_CHARS,
+        strip=True,
+        widget=forms.TextInput,
+        help_text='Why, for the audit trail, e.g. "erasure request #123".',
     )
 
     def __init__(self, *args, tenants, **kwargs):

@@ -49,8 +49,10 @@ def golden(request: HttpRequest) -> HttpResponse:
     actor = request.actor
     results = latest_results(actor)
     runs = latest_runs(actor)
-    sections = {tenant.pk: {"tenant": tenant, "run": runs.get(tenant.pk), "questions": []}
-                for tenant in tenants_in_scope(actor).order_by("slug")}
+    sections = {
+        tenant.pk: {"tenant": tenant, "run": runs.get(tenant.pk), "questions": []}
+        for tenant in tenants_in_scope(actor).order_by("slug")
+    }
     # "Must find": each expected record as a reviewer recognises it (kind, subject, a line of its content).
     expected = Prefetch("expected", queryset=MemoryRecord.objects.select_related("kind").order_by("created_at", "pk"))
     questions = questions_in_scope(actor).prefetch_related(None).prefetch_related(expected)
@@ -59,20 +61,23 @@ def golden(request: HttpRequest) -> HttpResponse:
         sections[question.tenant_id]["questions"].append((question, results.get(str(question.pk))))
     recent = list(runs_in_scope(actor).order_by("-started_at", "-pk")[:RECENT_RUNS])
     _say_how_started([*recent, *(section["run"] for section in sections.values() if section["run"])])
-    return render_page(request, "review/golden.html", {"nav": "golden", "sections": list(sections.values()),
-                                                       "recent": recent})
+    return render_page(request, "review/golden.html", {"nav": "golden", "sections": list(sections.values()), "recent": recent})
 
 
 @reviewer_required
 def golden_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(runs_in_scope(request.actor), pk=pk)
-    questions = {str(q.pk): q for q in questions_in_scope(request.actor).filter(
-        pk__in=[result["question"] for result in run.results])}
+    questions = {
+        str(q.pk): q for q in questions_in_scope(request.actor).filter(pk__in=[result["question"] for result in run.results])
+    }
     expected_ids = {record_id for result in run.results for record_id in result["expected"]}
-    records = {str(record.pk): record for record in records_in_scope(request.actor).filter(
-        pk__in=expected_ids).select_related("kind")}
-    rows = [(result, questions.get(result["question"]),
-             [(record_id, records.get(record_id)) for record_id in result["expected"]]) for result in run.results]
+    records = {
+        str(record.pk): record for record in records_in_scope(request.actor).filter(pk__in=expected_ids).select_related("kind")
+    }
+    rows = [
+        (result, questions.get(result["question"]), [(record_id, records.get(record_id)) for record_id in result["expected"]])
+        for result in run.results
+    ]
     _say_how_started([run])
     return render_page(request, "review/golden_run.html", {"nav": "golden", "run": run, "rows": rows})
 
@@ -82,8 +87,11 @@ def _say_how_started(runs: list[GoldenRun]) -> None:
     as `nightly` however the job itself was started (by beat, or by `run_job` as bin/run does at
     start): its job run, which started at the same moment, says which."""
     moments = {run.started_at for run in runs if run.trigger == GoldenRun.Trigger.NIGHTLY}
-    job_triggers = dict(JobRun.objects.filter(job=GOLDEN_JOB, started_at__in=moments)
-                        .values_list("started_at", "trigger")) if moments else {}
+    job_triggers = (
+        dict(JobRun.objects.filter(job=GOLDEN_JOB, started_at__in=moments).values_list("started_at", "trigger"))
+        if moments
+        else {}
+    )
     for run in runs:
         run.how = how_started(job_triggers.get(run.started_at, run.trigger))
 
@@ -101,9 +109,12 @@ def golden_run(request: HttpRequest) -> HttpResponse:
         messages.warning(request, f"{tenant.slug} has no golden questions yet: nothing to run.")
         return redirect("review:golden")
     run = runs[0]
-    messages.success(request, f"Golden set of {tenant.slug} ran on index {run.index}: hit@k {score(run.hit_at_k)}, "
-                              f"MRR {'—' if run.mrr is None else f'{run.mrr:.2f}'} over {run.questions} question"
-                              f"{'' if run.questions == 1 else 's'}" + (f" ({run.stale} stale)." if run.stale else "."))
+    messages.success(
+        request,
+        f"Golden set of {tenant.slug} ran on index {run.index}: hit@k {score(run.hit_at_k)}, "
+        f"MRR {'—' if run.mrr is None else f'{run.mrr:.2f}'} over {run.questions} question"
+        f"{'' if run.questions == 1 else 's'}" + (f" ({run.stale} stale)." if run.stale else "."),
+    )
     return redirect(reverse("review:golden_run_detail", args=[run.pk]))
 
 

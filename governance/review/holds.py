@@ -20,13 +20,20 @@ CLEARED_SHOWN = 20  # recently cleared holds listed below the open ones
 
 
 class ClearForm(forms.Form):
-    note = forms.CharField(max_length=NOTE_MAX_CHARS, strip=True, label="Why it can be cleared",
-                           help_text="For the audit trail, e.g. \"the tool output was our own CRM\".")
+    note = forms.CharField(
+        max_length=NOTE_MAX_CHARS,
+        strip=True,
+        label="Why it can be cleared",
+        help_text='For the audit trail, e.g. "the tool output was our own CRM".',
+    )
 
 
 def _holds(actor):
-    return (SourceHold.objects.filter(tenant__in=tenants_in_scope(actor))
-            .select_related("tenant", "raised_by").prefetch_related("revocations"))
+    return (
+        SourceHold.objects.filter(tenant__in=tenants_in_scope(actor))
+        .select_related("tenant", "raised_by")
+        .prefetch_related("revocations")
+    )
 
 
 def _label(held: SourceHold) -> str:
@@ -43,13 +50,22 @@ def _label(held: SourceHold) -> str:
 @reviewer_required
 def hold_list(request: HttpRequest) -> HttpResponse:
     holds = _holds(request.actor)
-    page = Paginator(holds.filter(cleared_at__isnull=True).order_by("-created_at", "-pk"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(holds.filter(cleared_at__isnull=True).order_by("-created_at", "-pk"), LIST_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     cleared = list(holds.filter(cleared_at__isnull=False).order_by("-cleared_at", "-pk")[:CLEARED_SHOWN])
     for held in [*page.object_list, *cleared]:
         held.label = _label(held)
-    return render_page(request, "review/holds.html", {
-        "nav": "revocations", "page": page, "cleared": cleared, "form": ClearForm(),
-    })
+    return render_page(
+        request,
+        "review/holds.html",
+        {
+            "nav": "revocations",
+            "page": page,
+            "cleared": cleared,
+            "form": ClearForm(),
+        },
+    )
 
 
 @reviewer_required
@@ -64,6 +80,9 @@ def hold_clear_view(request: HttpRequest, pk: int) -> HttpResponse:
     except DomainError as exc:
         messages.error(request, exc.detail)
         return redirect("review:holds")
-    messages.success(request, f"Cleared the hold on {_label(held)}: its new writes are admitted by the usual rules again; "
-                              "what it already sent to quarantine waits for review.")
+    messages.success(
+        request,
+        f"Cleared the hold on {_label(held)}: its new writes are admitted by the usual rules again; "
+        "what it already sent to quarantine waits for review.",
+    )
     return redirect("review:holds")

@@ -23,9 +23,18 @@ def notifications(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             preference.digest_enabled = form.cleaned_data["digest_enabled"]
             preference.save()
-            messages.success(request, "Daily digest " + ("on." if preference.digest_enabled else "off: you will not get it any more."))
+            messages.success(
+                request, "Daily digest " + ("on." if preference.digest_enabled else "off: you will not get it any more.")
+            )
             return redirect("review:notifications")
     form = DigestForm(initial={"digest_enabled": preference.digest_enabled})
-    return render_page(request, "review/notifications.html", {
-        "nav": "", "form": form, "preference": preference, "policies": alert_policies(request.actor),
-    })
+    return render_page(
+        request,
+        "review/notifications.html",
+        {
+            "nav": "",
+            "form": form,
+            "preference": preference,
+            "policies": alert_policies(request.actor),
+        },
+    )

@@ -85,12 +85,19 @@ def proposal_list(request: HttpRequest) -> HttpResponse:
     for proposal in page.object_list:
         proposal.members = proposal_members(proposal)
         proposal.stale = proposal.status == DedupProposal.Status.OPEN and any(m.moved_on for m in proposal.members)
-    return render_page(request, "review/proposal_list.html", {
-        "nav": "proposals", "page": page, "form": form,
-        "status_choices": form.fields["status"].choices, "category_choices": form.fields["category"].choices,
-        "selected_status": request.GET.get("status") or DedupProposal.Status.OPEN,
-        "regret": _regret(regret_counts(actor=actor)),
-    })
+    return render_page(
+        request,
+        "review/proposal_list.html",
+        {
+            "nav": "proposals",
+            "page": page,
+            "form": form,
+            "status_choices": form.fields["status"].choices,
+            "category_choices": form.fields["category"].choices,
+            "selected_status": request.GET.get("status") or DedupProposal.Status.OPEN,
+            "regret": _regret(regret_counts(actor=actor)),
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -102,11 +109,16 @@ def _fresh_members(actor: Actor, proposal: DedupProposal) -> list[ProposalMember
     a few per member), and each moved-on member's last history row (one more query) so the page
     can say what changed it."""
     members = proposal_members(proposal)
-    records = records_in_scope(actor).select_related("tenant", "agent", "kind").prefetch_related("derived_from").in_bulk(
-        [member.record.pk for member in members]
+    records = (
+        records_in_scope(actor)
+        .select_related("tenant", "agent", "kind")
+        .prefetch_related("derived_from")
+        .in_bulk([member.record.pk for member in members])
     )
-    fresh = [ProposalMember(record=records.get(m.record.pk, m.record), role=m.role, proposed_version=m.proposed_version)
-             for m in members]
+    fresh = [
+        ProposalMember(record=records.get(m.record.pk, m.record), role=m.role, proposed_version=m.proposed_version)
+        for m in members
+    ]
     moved_on = [member.record.pk for member in fresh if member.moved_on]
     last_change: dict[uuid.UUID, object] = {}
     if moved_on:
@@ -140,12 +152,20 @@ def proposal_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         raise Http404("No such proposal.")
     members = _fresh_members(actor, proposal)
     is_open = proposal.status == DedupProposal.Status.OPEN
-    return render_page(request, "review/proposal_detail.html", {
-        "nav": "proposals", "proposal": proposal, "members": members, "pairs": _pairs(members),
-        "is_open": is_open, "can_roll_back": proposal.status == DedupProposal.Status.ACCEPTED,
-        "moved_on": [member for member in members if member.moved_on] if is_open else [],
-        "regret": _regret(regret_counts(actor=actor)),
-    })
+    return render_page(
+        request,
+        "review/proposal_detail.html",
+        {
+            "nav": "proposals",
+            "proposal": proposal,
+            "members": members,
+            "pairs": _pairs(members),
+            "is_open": is_open,
+            "can_roll_back": proposal.status == DedupProposal.Status.ACCEPTED,
+            "moved_on": [member for member in members if member.moved_on] if is_open else [],
+            "regret": _regret(regret_counts(actor=actor)),
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -169,8 +189,11 @@ def proposal_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRes
         if action == "accept":
             proposal = proposal_accept(proposal_id=pk, actor=actor, note=note, keep_id=form.cleaned_data["keep"])
             dropped = proposal.drops.count()
-            messages.success(request, f"Proposal {short_id(pk)} accepted: {memories(dropped)} superseded by memory "
-                                      f"{short_id(proposal.keep_id)} ({proposal.subject}).")
+            messages.success(
+                request,
+                f"Proposal {short_id(pk)} accepted: {memories(dropped)} superseded by memory "
+                f"{short_id(proposal.keep_id)} ({proposal.subject}).",
+            )
         elif action == "reject":
             proposal_reject(proposal_id=pk, actor=actor, note=note)
             messages.success(request, f"Proposal {short_id(pk)} rejected: no memory was changed.")

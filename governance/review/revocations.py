@@ -50,16 +50,28 @@ class RevocationForm(forms.Form):
     credential = CredentialChoiceField(queryset=None, required=False, label="Agent token")
     agent = AgentChoiceField(queryset=None, required=False, label="Agent")
     session_id = forms.CharField(required=False, max_length=SESSION_ID_MAX_CHARS, strip=True, label="Session id")
-    source_uri_prefix = forms.CharField(required=False, max_length=SOURCE_URI_MAX_CHARS, strip=True, label="Source-URI prefix",
-                                        help_text="Every memory whose source address starts with this, e.g. https://forum.example/.")
-    reason = forms.CharField(max_length=NOTE_MAX_CHARS, strip=True, widget=forms.TextInput,
-                             help_text="Why, for the audit trail, e.g. \"token leaked in a public repository\".")
+    source_uri_prefix = forms.CharField(
+        required=False,
+        max_length=SOURCE_URI_MAX_CHARS,
+        strip=True,
+        label="Source-URI prefix",
+        help_text="Every memory whose source address starts with this, e.g. https://forum.example/.",
+    )
+    reason = forms.CharField(
+        max_length=NOTE_MAX_CHARS,
+        strip=True,
+        widget=forms.TextInput,
+        help_text='Why, for the audit trail, e.g. "token leaked in a public repository".',
+    )
 
     def __init__(self, *args, tenants, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["tenant"].queryset = tenants
-        self.fields["credential"].queryset = (AgentCredential.objects.filter(agent__tenant__in=tenants)
-                                              .select_related("agent__tenant").order_by("agent__tenant__slug", "agent__slug", "-created_at"))
+        self.fields["credential"].queryset = (
+            AgentCredential.objects.filter(agent__tenant__in=tenants)
+            .select_related("agent__tenant")
+            .order_by("agent__tenant__slug", "agent__slug", "-created_at")
+        )
         self.fields["agent"].queryset = Agent.objects.filter(tenant__in=tenants).select_related("tenant")
 
     def clean(self):
@@ -95,10 +107,20 @@ def revocation_new(request: HttpRequest) -> HttpResponse:
         source = resolve_source(actor=actor, tenant=form.cleaned_data["tenant"], **form.source_reference())
         if step != "confirm":
             direct, derived = revocation_preview(actor=actor, source=source)
-            return render_page(request, "review/revocation_confirm.html", {
-                "nav": "revocations", "form": form, "source": source, "direct": direct, "derived": derived,
-                "total": direct + derived, "hidden": _hidden_fields(form), "source_label": Revocation.Source(source.kind).label,
-            })
+            return render_page(
+                request,
+                "review/revocation_confirm.html",
+                {
+                    "nav": "revocations",
+                    "form": form,
+                    "source": source,
+                    "direct": direct,
+                    "derived": derived,
+                    "total": direct + derived,
+                    "hidden": _hidden_fields(form),
+                    "source_label": Revocation.Source(source.kind).label,
+                },
+            )
         revocation = revocation_create(actor=actor, source=source, reason=form.cleaned_data["reason"])
     except DomainError as exc:  # e.g. a token of another of the reviewer's tenants than the one chosen
         for field, errors in (exc.errors or {form.cleaned_data["source"]: [exc.detail]}).items():
@@ -106,8 +128,11 @@ def revocation_new(request: HttpRequest) -> HttpResponse:
                 form.add_error(field if field in form.fields else None, error)
         return _form_page(request, form, status=400)
     token = " Its token is revoked." if revocation.token_revoked else ""
-    messages.success(request, f"Revoked {revocation.get_source_display()} {revocation.value}: {memories(revocation.affected)} back in "
-                              f"quarantine ({revocation.derived_affected} derived).{token}")
+    messages.success(
+        request,
+        f"Revoked {revocation.get_source_display()} {revocation.value}: {memories(revocation.affected)} back in "
+        f"quarantine ({revocation.derived_affected} derived).{token}",
+    )
     return redirect("review:revocation_detail", pk=revocation.pk)
 
 
@@ -115,12 +140,19 @@ def _hidden_fields(form: RevocationForm) -> list[tuple[str, str]]:
     """What the confirmation posts again: the form as the reviewer filled it."""
     kind = form.cleaned_data["source"]
     value = form.data.get(kind, "")
-    return [("tenant", form.cleaned_data["tenant"].slug), ("source", kind), (kind, value), ("reason", form.cleaned_data["reason"])]
+    return [
+        ("tenant", form.cleaned_data["tenant"].slug),
+        ("source", kind),
+        (kind, value),
+        ("reason", form.cleaned_data["reason"]),
+    ]
 
 
 @reviewer_required
 def revocation_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(revocations_in_scope(request.actor).order_by("-created_at"), LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(revocations_in_scope(request.actor).order_by("-created_at"), LIST_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render_page(request, "review/revocation_list.html", {"nav": "revocations", "page": page})
 
 
@@ -130,7 +162,14 @@ def revocation_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     links = RevocationRecord.objects.filter(revocation=revocation)
     counts = links.aggregate(still_quarantined=Count("pk", filter=Q(record__status=Status.QUARANTINED)))
     shown = list(links.select_related("record__kind").order_by("derived", "record__created_at")[:RECORDS_SHOWN])
-    return render_page(request, "review/revocation_detail.html", {
-        "nav": "revocations", "revocation": revocation, "links": shown, "still_quarantined": counts["still_quarantined"],
-        "more": max(revocation.affected - len(shown), 0),
-    })
+    return render_page(
+        request,
+        "review/revocation_detail.html",
+        {
+            "nav": "revocations",
+            "revocation": revocation,
+            "links": shown,
+            "still_quarantined": counts["still_quarantined"],
+            "more": max(revocation.affected - len(shown), 0),
+        },
+    )

@@ -103,14 +103,30 @@ class QueueTile:
 
 
 QUEUE_TILES = {
-    "quarantine": QueueTile("Quarantine", "quarantined memory waiting for a decision",
-                            "quarantined memories waiting for a decision", "oldest written", "review:quarantine"),
-    "drift": QueueTile("Drift", "active memory overdue for a re-check", "active memories overdue for a re-check",
-                       "oldest confirmation", "review:drift"),
-    "forget": QueueTile("Forget requests", "forget request still propagating", "forget requests still propagating",
-                        "oldest filed", "review:forget_list"),
-    "proposals": QueueTile("Dedup proposals", "open duplicate proposal", "open duplicate proposals", "oldest proposed",
-                           "review:proposals"),
+    "quarantine": QueueTile(
+        "Quarantine",
+        "quarantined memory waiting for a decision",
+        "quarantined memories waiting for a decision",
+        "oldest written",
+        "review:quarantine",
+    ),
+    "drift": QueueTile(
+        "Drift",
+        "active memory overdue for a re-check",
+        "active memories overdue for a re-check",
+        "oldest confirmation",
+        "review:drift",
+    ),
+    "forget": QueueTile(
+        "Forget requests",
+        "forget request still propagating",
+        "forget requests still propagating",
+        "oldest filed",
+        "review:forget_list",
+    ),
+    "proposals": QueueTile(
+        "Dedup proposals", "open duplicate proposal", "open duplicate proposals", "oldest proposed", "review:proposals"
+    ),
 }
 
 
@@ -120,13 +136,28 @@ def home(request: HttpRequest) -> HttpResponse:
     queues = []
     for stat in queue_stats(actor):
         tile = QUEUE_TILES[stat.key]
-        queues.append({"name": tile.name, "what": tile.what(stat.size), "oldest_label": tile.oldest_label,
-                       "url": optional_url(tile.url_name), "size": stat.size, "oldest": stat.oldest})
+        queues.append(
+            {
+                "name": tile.name,
+                "what": tile.what(stat.size),
+                "oldest_label": tile.oldest_label,
+                "url": optional_url(tile.url_name),
+                "size": stat.size,
+                "oldest": stat.oldest,
+            }
+        )
     # Job counts are left out: they span all tenants, and a reviewer sees only theirs.
-    return render_page(request, "review/home.html", {
-        "nav": "home", "queues": queues, "job_runs": with_how_started(last_job_runs()),
-        "tenants": list(tenants_in_scope(actor)), "alerts": list(open_alerts(actor)),
-    })
+    return render_page(
+        request,
+        "review/home.html",
+        {
+            "nav": "home",
+            "queues": queues,
+            "job_runs": with_how_started(last_job_runs()),
+            "tenants": list(tenants_in_scope(actor)),
+            "alerts": list(open_alerts(actor)),
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -194,13 +225,20 @@ def quarantine(request: HttpRequest) -> HttpResponse:
     for record in page.object_list:
         record.superseded_source_ids = stale_sources.get(record.pk, [])
         record.risks = risk_reasons(record.risk_flags)
-    return render_page(request, "review/quarantine.html", {
-        "nav": "quarantine", "page": page, "filterset": filterset,
-        "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
-        "changed": _pop_changed(request, actor),
-        "revocation": revocation, "flagged_first": flagged,
-        "flagged_count": filterset.qs.filter(FLAGGED).count() if filterset.is_valid() else 0,
-    })
+    return render_page(
+        request,
+        "review/quarantine.html",
+        {
+            "nav": "quarantine",
+            "page": page,
+            "filterset": filterset,
+            "options": _filter_options(actor, kinds=MemoryKind.objects.all()),
+            "changed": _pop_changed(request, actor),
+            "revocation": revocation,
+            "flagged_first": flagged,
+            "flagged_count": filterset.qs.filter(FLAGGED).count() if filterset.is_valid() else 0,
+        },
+    )
 
 
 @reviewer_required
@@ -212,12 +250,19 @@ def drift(request: HttpRequest) -> HttpResponse:
     cutoff = unused_cutoff(settings.MEMORY_UNUSED_AFTER_DAYS, now=now)
     for record in page.object_list:
         record.deletion_candidate = _unused_since(record, cutoff)
-    return render_page(request, "review/drift.html", {
-        "nav": "drift", "page": page, "filterset": filterset, "unused_days": settings.MEMORY_UNUSED_AFTER_DAYS,
-        "max_content_chars": settings.MEMORY_MAX_CONTENT_CHARS,
-        "options": _filter_options(actor, kinds=MemoryKind.objects.filter(review_interval__isnull=False)),
-        "changed": _pop_changed(request, actor),
-    })
+    return render_page(
+        request,
+        "review/drift.html",
+        {
+            "nav": "drift",
+            "page": page,
+            "filterset": filterset,
+            "unused_days": settings.MEMORY_UNUSED_AFTER_DAYS,
+            "max_content_chars": settings.MEMORY_MAX_CONTENT_CHARS,
+            "options": _filter_options(actor, kinds=MemoryKind.objects.filter(review_interval__isnull=False)),
+            "changed": _pop_changed(request, actor),
+        },
+    )
 
 
 def _unused_since(record: MemoryRecord, cutoff: datetime) -> bool:
@@ -243,8 +288,9 @@ def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: list[tuple[
             why = f"it changed after your page loaded (it is now {record.status}, version {record.version})."
         else:
             why = getattr(error, "detail", "it is no longer in your queue.")
-        messages.warning(request, f"Not applied to memory {short_id(record_id)}: {why} "
-                                  "Nothing was changed; its current state is shown below.")
+        messages.warning(
+            request, f"Not applied to memory {short_id(record_id)}: {why} Nothing was changed; its current state is shown below."
+        )
     request.session[CHANGED_SESSION_KEY] = [str(record_id) for record_id, _ in conflicts]
 
 
@@ -262,8 +308,12 @@ def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRespo
     if not form.is_valid():
         messages.error(request, f"Nothing was applied to memory {short_id(pk)}. {form_problem(form)}")
         return redirect(back)
-    arguments = {"record_id": pk, "expected_version": form.cleaned_data["version"], "actor": actor,
-                 "note": form.cleaned_data["note"]}
+    arguments = {
+        "record_id": pk,
+        "expected_version": form.cleaned_data["version"],
+        "actor": actor,
+        "note": form.cleaned_data["note"],
+    }
     if action == "supersede":
         arguments["content"] = form.cleaned_data["content"]
     try:
@@ -307,8 +357,11 @@ def quarantine_bulk(request: HttpRequest) -> HttpResponse:
         raise Http404("No such memory.")
     without_version = [record_id for record_id, version in items if version is None]
     if without_version:
-        messages.error(request, "Nothing was applied: the selection is missing the version of memory "
-                                f"{', '.join(short_id(i) for i in without_version)}. Reload the page and try again.")
+        messages.error(
+            request,
+            "Nothing was applied: the selection is missing the version of memory "
+            f"{', '.join(short_id(i) for i in without_version)}. Reload the page and try again.",
+        )
         return redirect(back)
     decision = form.cleaned_data["decision"]
     spec = ACTIONS[decision]
@@ -352,20 +405,28 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     supersede_form = None
     if record.status == Status.ACTIVE:
         supersede_form = SupersedeForm(initial={"version": record.version, "content": record.content})
-    return render_page(request, "review/memory_detail.html", {
-        "nav": "", "record": record, "earlier": earlier, "later": later,
-        "derived_from": lineage_provenance(record),
-        "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
-        "superseded_sources": list(superseded_sources(record)),
-        "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
-        "history": _history_timeline(record),
-        "state_at": asof.state_at(request, record),
-        "actions": ACTIONS_FOR_STATUS.get(record.status, ()), "supersede_form": supersede_form,
-        # Expiry and the review interval concern only records still in play: a forgotten,
-        # superseded or rejected memory will neither expire nor be re-checked.
-        "expiry_pending": record.status in TRANSITIONS["expire"][0],
-        "review_due": record.status in TRANSITIONS["confirm"][0],
-    })
+    return render_page(
+        request,
+        "review/memory_detail.html",
+        {
+            "nav": "",
+            "record": record,
+            "earlier": earlier,
+            "later": later,
+            "derived_from": lineage_provenance(record),
+            "derivatives": list(scope.filter(derived_from=record).select_related("kind").order_by("created_at")),
+            "superseded_sources": list(superseded_sources(record)),
+            "forget_requests": list(record.forget_requests.filter(tenant__in=tenants_in_scope(actor))),
+            "history": _history_timeline(record),
+            "state_at": asof.state_at(request, record),
+            "actions": ACTIONS_FOR_STATUS.get(record.status, ()),
+            "supersede_form": supersede_form,
+            # Expiry and the review interval concern only records still in play: a forgotten,
+            # superseded or rejected memory will neither expire nor be re-checked.
+            "expiry_pending": record.status in TRANSITIONS["expire"][0],
+            "review_due": record.status in TRANSITIONS["confirm"][0],
+        },
+    )
 
 
 def _supersession_chain(scope: QuerySet[MemoryRecord], record: MemoryRecord) -> tuple[list, list]:
@@ -374,12 +435,16 @@ def _supersession_chain(scope: QuerySet[MemoryRecord], record: MemoryRecord) -> 
     current = record.supersedes
     while current is not None and len(earlier) < CHAIN_LIMIT and current.pk != record.pk:
         earlier.append(current)
-        current = scope.select_related("kind", "supersedes").filter(pk=current.supersedes_id).first() if current.supersedes_id else None
+        current = (
+            scope.select_related("kind", "supersedes").filter(pk=current.supersedes_id).first() if current.supersedes_id else None
+        )
     later: list[MemoryRecord] = []
     frontier = [record.pk]
     seen = {record.pk}
     while frontier and len(later) < CHAIN_LIMIT:
-        step = [r for r in scope.filter(supersedes_id__in=frontier).select_related("kind").order_by("created_at") if r.pk not in seen]
+        step = [
+            r for r in scope.filter(supersedes_id__in=frontier).select_related("kind").order_by("created_at") if r.pk not in seen
+        ]
         later.extend(step)
         seen.update(r.pk for r in step)
         frontier = [r.pk for r in step]
@@ -395,7 +460,9 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
     for previous, row in pairwise([None, *rows]):
         changes = row.diff_against(previous).changes if previous is not None else []
         changes_by_row.append(changes)
-        user_ids.update(value for change in changes if change.field == "reviewed_by" for value in (change.old, change.new) if value)
+        user_ids.update(
+            value for change in changes if change.field == "reviewed_by" for value in (change.old, change.new) if value
+        )
     usernames = dict(get_user_model().objects.filter(pk__in=user_ids).values_list("pk", "username")) if user_ids else {}
 
     def show(field: str, value) -> str:
@@ -414,13 +481,16 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
         transition = row.history_change_reason or {"+": "created", "~": "changed", "-": "deleted"}.get(row.history_type, "")
         shown = [(change.field, show(change.field, change.old), show(change.field, change.new)) for change in changes]
         entered_quarantine = row.status == Status.QUARANTINED and (previous is None or previous.status != Status.QUARANTINED)
-        timeline.append(HistoryEntry(
-            row=row, transition=transition,
-            # A change that reads the same before and after (times apart by less than the second
-            # shown, say) is no change to a reader: left out. Hidden content still says it changed.
-            changes=[(field, before, after) for field, before, after in shown if before != after or before == HIDDEN],
-            quarantined_because=row.quarantine_reason if entered_quarantine else "",
-        ))
+        timeline.append(
+            HistoryEntry(
+                row=row,
+                transition=transition,
+                # A change that reads the same before and after (times apart by less than the second
+                # shown, say) is no change to a reader: left out. Hidden content still says it changed.
+                changes=[(field, before, after) for field, before, after in shown if before != after or before == HIDDEN],
+                quarantined_because=row.quarantine_reason if entered_quarantine else "",
+            )
+        )
     return timeline
 
 
@@ -438,9 +508,15 @@ def forget_list(request: HttpRequest) -> HttpResponse:
 @reviewer_required
 def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     forget_request = get_object_or_404(forget_requests_in_scope(request.actor), pk=pk)
-    return render_page(request, "review/forget_detail.html", {
-        "nav": "forget", "forget_request": forget_request, "receipts": list(forget_request.receipts.all()),
-    })
+    return render_page(
+        request,
+        "review/forget_detail.html",
+        {
+            "nav": "forget",
+            "forget_request": forget_request,
+            "receipts": list(forget_request.receipts.all()),
+        },
+    )
 
 
 @reviewer_required
@@ -456,15 +532,24 @@ def forget_new(request: HttpRequest) -> HttpResponse:
         raise Http404("No such tenant.")
     step = request.POST.get("step", "")
     if not form.is_valid() or step == "edit":
-        return render_page(request, "review/forget_new.html", {"nav": "forget", "form": form},
-                     status=200 if form.is_valid() else 400)
+        return render_page(
+            request, "review/forget_new.html", {"nav": "forget", "form": form}, status=200 if form.is_valid() else 400
+        )
     tenant, subject, reason = form.cleaned_data["tenant"], form.cleaned_data["subject"], form.cleaned_data["reason"]
     if step != "confirm":
         matching = records_about(records_in_scope(actor), tenant_id=tenant.pk, subject=subject).exclude(status=Status.FORGOTTEN)
-        return render_page(request, "review/forget_confirm.html", {
-            "nav": "forget", "form": form, "tenant": tenant, "subject": subject, "reason": reason,
-            "record_count": matching.count(),
-        })
+        return render_page(
+            request,
+            "review/forget_confirm.html",
+            {
+                "nav": "forget",
+                "form": form,
+                "tenant": tenant,
+                "subject": subject,
+                "reason": reason,
+                "record_count": matching.count(),
+            },
+        )
     try:
         forget_request = forget_request_create(actor=actor, tenant=tenant, subject=subject, reason=reason)
     except ValidationFailed as exc:
@@ -474,6 +559,9 @@ def forget_new(request: HttpRequest) -> HttpResponse:
         return render_page(request, "review/forget_new.html", {"nav": "forget", "form": form}, status=400)
     except RecordNotFound as exc:
         raise Http404("No such tenant.") from exc
-    messages.success(request, f"Forget request filed for {subject} in {tenant.slug}: {memories(forget_request.affected)} "
-                              "forgotten; propagation into copies is under way.")
+    messages.success(
+        request,
+        f"Forget request filed for {subject} in {tenant.slug}: {memories(forget_request.affected)} "
+        "forgotten; propagation into copies is under way.",
+    )
     return redirect("review:forget_detail", pk=forget_request.pk)

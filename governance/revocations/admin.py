@@ -19,8 +19,12 @@ from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential
 
 
 class RevokeSourceForm(forms.Form):
-    reason = forms.CharField(max_length=NOTE_MAX_CHARS, strip=True, widget=forms.TextInput(attrs={"size": 80}),
-                             help_text="Why, for the audit trail: it becomes each record's history note.")
+    reason = forms.CharField(
+        max_length=NOTE_MAX_CHARS,
+        strip=True,
+        widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Why, for the audit trail: it becomes each record's history note.",
+    )
 
 
 def _revoke_sources(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, *, field: str):
@@ -36,21 +40,35 @@ def _revoke_sources(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset
                 messages.error(request, f"{obj}: {exc.detail}")
                 continue
             token = " Its token is revoked." if revocation.token_revoked else ""
-            messages.success(request, f"Revoked {obj}: {revocation.affected} record(s) back in quarantine, "
-                                      f"{revocation.derived_affected} of them derived.{token}")
+            messages.success(
+                request,
+                f"Revoked {obj}: {revocation.affected} record(s) back in quarantine, "
+                f"{revocation.derived_affected} of them derived.{token}",
+            )
         return None  # back to the list
     previews = []
     for obj in objects:
         try:
-            previews.append((obj, *revocation_preview(actor=actor, source=resolve_source(actor=actor, tenant=obj.tenant, **{field: obj}))))
+            previews.append(
+                (obj, *revocation_preview(actor=actor, source=resolve_source(actor=actor, tenant=obj.tenant, **{field: obj})))
+            )
         except DomainError as exc:
             previews.append((obj, exc.detail, None))
-    return TemplateResponse(request, "admin/revocations/confirm.html", {
-        **modeladmin.admin_site.each_context(request),
-        "title": "Revoke as a source", "opts": modeladmin.model._meta, "previews": previews, "objects": objects,
-        "form": form, "action": request.POST.get("action"), "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        "field": field,
-    })
+    return TemplateResponse(
+        request,
+        "admin/revocations/confirm.html",
+        {
+            **modeladmin.admin_site.each_context(request),
+            "title": "Revoke as a source",
+            "opts": modeladmin.model._meta,
+            "previews": previews,
+            "objects": objects,
+            "form": form,
+            "action": request.POST.get("action"),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "field": field,
+        },
+    )
 
 
 class RevocableCredentialAdmin(AgentCredentialAdmin):
@@ -81,8 +99,21 @@ class RevocationAdmin(admin.ModelAdmin):
     list_select_related = ["tenant"]
     date_hierarchy = "created_at"
     # `records` (possibly thousands) is left out; `affected` counts them and the review page lists them.
-    fields = ["id", "tenant", "source", "credential", "agent", "value", "reason", "revoked_by", "revoked_by_user",
-              "affected", "derived_affected", "token_revoked", "created_at"]
+    fields = [
+        "id",
+        "tenant",
+        "source",
+        "credential",
+        "agent",
+        "value",
+        "reason",
+        "revoked_by",
+        "revoked_by_user",
+        "affected",
+        "derived_affected",
+        "token_revoked",
+        "created_at",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -20,12 +20,18 @@ class RevocationSourcesArtifact:
     covers = ("governance.Revocation", "governance.RevocationRecord")
 
     def purge(self, request, record_ids):
-        note = ("Revoked session ids and source-URI prefixes erased where every memory the revocation touched is "
-                "forgotten; the links (ids only), counts and reasons stay.")
+        note = (
+            "Revoked session ids and source-URI prefixes erased where every memory the revocation touched is "
+            "forgotten; the links (ids only), counts and reasons stay."
+        )
         if not record_ids:
             return 0, note
         touched = RevocationRecord.objects.filter(record_id__in=record_id_set(record_ids)).values("revocation_id")
         kept = RevocationRecord.objects.filter(revocation=OuterRef("pk")).exclude(record__status=Status.FORGOTTEN)
-        erased = (Revocation.objects.filter(pk__in=touched, source__in=PROVENANCE_SOURCES).exclude(value=ERASED)
-                  .exclude(Exists(kept)).update(value=ERASED))
+        erased = (
+            Revocation.objects.filter(pk__in=touched, source__in=PROVENANCE_SOURCES)
+            .exclude(value=ERASED)
+            .exclude(Exists(kept))
+            .update(value=ERASED)
+        )
         return erased, note

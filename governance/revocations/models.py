@@ -22,17 +22,26 @@ class Revocation(models.Model):
     credential = models.ForeignKey(AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     value = models.CharField(
-        max_length=1000, blank=True,
+        max_length=1000,
+        blank=True,
         help_text="What was revoked, as people read it: the token's hint, the agent's slug, the session id or the URI prefix.",
     )
     reason = models.CharField(max_length=NOTE_MAX_CHARS)
     revoked_by = models.CharField(max_length=200, help_text="Actor label: user:name.")
-    revoked_by_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     affected = models.PositiveIntegerField(default=0, help_text="Records sent back to quarantine, derived records included.")
     derived_affected = models.PositiveIntegerField(default=0, help_text="Of which records derived from what the source wrote.")
     token_revoked = models.BooleanField(default=False, help_text="A credential's token was usable and was revoked by this.")
-    hold = models.ForeignKey(SourceHold, null=True, blank=True, on_delete=models.SET_NULL, related_name="revocations",
-                             help_text="A session's or address's hold: its later writes wait for review until cleared.")
+    hold = models.ForeignKey(
+        SourceHold,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="revocations",
+        help_text="A session's or address's hold: its later writes wait for review until cleared.",
+    )
     records = models.ManyToManyField(MemoryRecord, through="RevocationRecord", related_name="revocations", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -32,27 +32,39 @@ class Source:
     value: str = ""
 
 
-def resolve_source(*, actor: Actor, tenant: Tenant, credential=None, agent=None, session_id=None,
-                   source_uri_prefix=None) -> Source:
+def resolve_source(
+    *, actor: Actor, tenant: Tenant, credential=None, agent=None, session_id=None, source_uri_prefix=None
+) -> Source:
     """Exactly one of: `credential` (its id, the token itself or the token's hint), `agent` (its
     slug), `session_id`, `source_uri_prefix`. Another tenant's credential or agent is a 404."""
     if not actor.may_access_tenant(tenant.pk):
         raise RecordNotFound("No such tenant in your scope.")
-    given = {name: value for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix), strict=True)
-             if value not in (None, "")}
+    given = {
+        name: value
+        for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix), strict=True)
+        if value not in (None, "")
+    }
     if len(given) != 1:
-        raise ValidationFailed("Name exactly one source to revoke.",
-                               errors={"source": [f"Exactly one of: {', '.join(SOURCE_FIELDS)}."]})
-    (name, value), = given.items()
+        raise ValidationFailed(
+            "Name exactly one source to revoke.", errors={"source": [f"Exactly one of: {', '.join(SOURCE_FIELDS)}."]}
+        )
+    ((name, value),) = given.items()
     if name == "credential":
         found = _credential(tenant, value)
-        return Source(Revocation.Source.CREDENTIAL, RevokedSource(tenant_id=tenant.pk, credential_id=found.pk),
-                      credential=found, agent=found.agent, value=f"{found.token_hint}…")
+        return Source(
+            Revocation.Source.CREDENTIAL,
+            RevokedSource(tenant_id=tenant.pk, credential_id=found.pk),
+            credential=found,
+            agent=found.agent,
+            value=f"{found.token_hint}…",
+        )
     if name == "agent":
         found = Agent.objects.filter(tenant=tenant, slug=value).first() if isinstance(value, str) else value
         if found is None or found.tenant_id != tenant.pk:
             raise RecordNotFound("No such agent in this tenant.")
-        return Source(Revocation.Source.AGENT, RevokedSource(tenant_id=tenant.pk, agent_id=found.pk), agent=found, value=found.slug)
+        return Source(
+            Revocation.Source.AGENT, RevokedSource(tenant_id=tenant.pk, agent_id=found.pk), agent=found, value=found.slug
+        )
     limit = SESSION_ID_MAX_CHARS if name == "session_id" else SOURCE_URI_MAX_CHARS
     if not isinstance(value, str) or not value.strip():
         raise ValidationFailed("The source is empty.", errors={name: ["Must be a non-empty string."]})
@@ -73,11 +85,14 @@ def _credential(tenant: Tenant, reference) -> AgentCredential:
     elif isinstance(reference, str):
         matches = list(credentials.filter(token_hint=reference.rstrip("…"))[:2])
         if len(matches) > 1:
-            raise ValidationFailed("Several tokens share this hint.", errors={"credential": ["Ambiguous: give the credential's id."]})
+            raise ValidationFailed(
+                "Several tokens share this hint.", errors={"credential": ["Ambiguous: give the credential's id."]}
+            )
         found = matches[0] if matches else None
     else:
-        raise ValidationFailed("The credential is malformed.",
-                               errors={"credential": ["The credential's id, the token, or the token's hint."]})
+        raise ValidationFailed(
+            "The credential is malformed.", errors={"credential": ["The credential's id, the token, or the token's hint."]}
+        )
     if found is None:
         raise RecordNotFound("No such credential in this tenant.")
     return found
@@ -96,10 +111,18 @@ def revocation_create(*, actor: Actor, source: Source, reason: str) -> Revocatio
     with transaction.atomic():
         outcome = memory_revoke_source(source=source.revoked, actor=actor, note=reason)
         revocation = Revocation.objects.create(
-            tenant_id=source.revoked.tenant_id, source=source.kind, credential=source.credential, agent=source.agent,
-            value=source.value, reason=reason, revoked_by=actor.label, revoked_by_user=actor.user,
-            affected=len(outcome.record_ids) + len(outcome.derived_ids), derived_affected=len(outcome.derived_ids),
-            token_revoked=outcome.token_revoked, hold=outcome.hold,
+            tenant_id=source.revoked.tenant_id,
+            source=source.kind,
+            credential=source.credential,
+            agent=source.agent,
+            value=source.value,
+            reason=reason,
+            revoked_by=actor.label,
+            revoked_by_user=actor.user,
+            affected=len(outcome.record_ids) + len(outcome.derived_ids),
+            derived_affected=len(outcome.derived_ids),
+            token_revoked=outcome.token_revoked,
+            hold=outcome.hold,
         )
         RevocationRecord.objects.bulk_create(
             [RevocationRecord(revocation=revocation, record_id=pk, derived=False) for pk in outcome.record_ids]

@@ -20,12 +20,18 @@ from memory.errors import ScopeDenied, ValidationFailed
 from memory.recall import recall_query
 from memory.validation import CheckedDateTimeField, RecallQuerySerializer, validated
 
-AS_OF_HELP = ("Reviewers only: the state at this moment (ISO 8601 with a zone, not in the future), reconstructed "
-              "from history. Forgotten content is never shown; a record pruned since is 410, with `pruned_at` "
-              "when its trace is kept.")
+AS_OF_HELP = (
+    "Reviewers only: the state at this moment (ISO 8601 with a zone, not in the future), reconstructed "
+    "from history. Forgotten content is never shown; a record pruned since is 410, with `pruned_at` "
+    "when its trace is kept."
+)
 
 AS_OF_PARAMETER = OpenApiParameter(
-    "as_of", OpenApiTypes.DATETIME, OpenApiParameter.QUERY, required=False, description=AS_OF_HELP,
+    "as_of",
+    OpenApiTypes.DATETIME,
+    OpenApiParameter.QUERY,
+    required=False,
+    description=AS_OF_HELP,
 )
 
 AS_OF_RESPONSE_HELP = (
@@ -42,9 +48,11 @@ class AsOfStateSerializer(serializers.Serializer):
     time = serializers.DateTimeField(source="as_of", help_text="The moment asked about.")
     state_since = serializers.DateTimeField(help_text="When the record entered the state shown (its history row).")
     transition = serializers.CharField(help_text="The transition that made that state, e.g. review.promote.")
-    content_withheld = serializers.CharField(allow_null=True,
-                                             help_text="'forgotten' when the content, its hash and provenance strings "
-                                                       "are not shown (the record is forgotten now); else null.")
+    content_withheld = serializers.CharField(
+        allow_null=True,
+        help_text="'forgotten' when the content, its hash and provenance strings "
+        "are not shown (the record is forgotten now); else null.",
+    )
     status_now = serializers.CharField(help_text="The record's status today.")
 
 
@@ -72,15 +80,22 @@ class AsOfRecallSerializer(serializers.Serializer):
     tenant = serializers.CharField(source="tenant.slug")
     agent = serializers.CharField(source="agent.slug")
     index = serializers.CharField(source="result.index", help_text="The lexical index whose recipe ranked the records.")
-    candidates = serializers.IntegerField(source="result.candidates",
-                                          help_text="Records of the scope that were active then (the ranking's collection).")
-    withheld = serializers.ListField(child=serializers.UUIDField(),
-                                     help_text="Records that were candidates then and are forgotten now: never returned.")
-    pruned = PrunedSinceSerializer(many=True, help_text="Records of the scope that were active then and have been "
-                                                        "pruned since (from their content-free trace): not ranked.")
-    may_miss_pruned = serializers.BooleanField(help_text="True when records pruned since could be missing: pruned "
-                                                         "before their traces were kept, or longer ago than the "
-                                                         "traces are kept.")
+    candidates = serializers.IntegerField(
+        source="result.candidates", help_text="Records of the scope that were active then (the ranking's collection)."
+    )
+    withheld = serializers.ListField(
+        child=serializers.UUIDField(), help_text="Records that were candidates then and are forgotten now: never returned."
+    )
+    pruned = PrunedSinceSerializer(
+        many=True,
+        help_text="Records of the scope that were active then and have been "
+        "pruned since (from their content-free trace): not ranked.",
+    )
+    may_miss_pruned = serializers.BooleanField(
+        help_text="True when records pruned since could be missing: pruned "
+        "before their traces were kept, or longer ago than the "
+        "traces are kept."
+    )
     notes = serializers.ListField(child=serializers.CharField(), help_text="How this reconstruction may differ from then.")
 
 
@@ -113,8 +128,10 @@ def record_as_of_data(actor: Actor, record_id, raw_as_of: str) -> dict:
     return MemoryRecordAsOfSerializer(state).data
 
 
-REVIEWERS_RECALL_THE_PAST = ("Reviewers recall only as of a past moment: give as_of, tenant and agent. Recall in the "
-                             "present is an agent's, with its token.")
+REVIEWERS_RECALL_THE_PAST = (
+    "Reviewers recall only as of a past moment: give as_of, tenant and agent. Recall in the "
+    "present is an agent's, with its token."
+)
 
 
 def recall_as_of_data(actor: Actor, data: Any) -> dict:
@@ -123,8 +140,11 @@ def recall_as_of_data(actor: Actor, data: Any) -> dict:
     if not isinstance(data, Mapping) or data.get("as_of") is None:
         raise ScopeDenied(REVIEWERS_RECALL_THE_PAST, errors={"as_of": ["Required for reviewers."]})
     body = validated(RecallQuerySerializer, data, detail="The recall request is invalid: see errors.")
-    missing = {name: ["Required for reviewers: recall as of a past time names its tenant and agent."]
-               for name in ("tenant", "agent") if body.get(name) is None}
+    missing = {
+        name: ["Required for reviewers: recall as of a past time names its tenant and agent."]
+        for name in ("tenant", "agent")
+        if body.get(name) is None
+    }
     if missing:
         raise ValidationFailed("The recall request is invalid: see errors.", errors=missing, title="Invalid request")
     agent = agent_in_scope(actor, tenant=body["tenant"], agent=body["agent"])

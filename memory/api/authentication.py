@@ -60,10 +60,7 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     @staticmethod
     def _reviewer(raw: str):
-        token = (
-            ReviewerToken.objects.select_related("user")
-            .filter(token_hash=hash_token(raw), revoked_at__isnull=True).first()
-        )
+        token = ReviewerToken.objects.select_related("user").filter(token_hash=hash_token(raw), revoked_at__isnull=True).first()
         if token is None or not token.user.is_active:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked token."))
         return token.user, token
@@ -100,5 +97,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "type": "http",
             "scheme": "bearer",
             "description": "An agent token (gma_...) from `manage.py issue_agent_token`, or a reviewer's "
-                           "personal token (gmr_...) from `manage.py create_reviewer`.",
+            "personal token (gmr_...) from `manage.py create_reviewer`.",
         }

@@ -37,18 +37,34 @@ def _visible(report: dict, slugs: set[str] | None) -> dict:
 
 
 class SearchIndexSerializer(serializers.ModelSerializer):
-    inputs = serializers.JSONField(help_text='{"records": N, "up_to": "<time>"}: what the index was built from (N: the '
-                                             "caller's tenants' records only, unless the caller sees every tenant).")
+    inputs = serializers.JSONField(
+        help_text='{"records": N, "up_to": "<time>"}: what the index was built from (N: the '
+        "caller's tenants' records only, unless the caller sees every tenant)."
+    )
     promotion = serializers.SerializerMethodField(help_text="The last promotion decision, without the gate reports.")
     golden = serializers.SerializerMethodField(help_text="The golden-recall gate's report at the last promotion attempt.")
-    available = serializers.SerializerMethodField(help_text="Whether this server can rank with the index (a semantic "
-                                                            "index needs the `semantic` extra installed).")
+    available = serializers.SerializerMethodField(
+        help_text="Whether this server can rank with the index (a semantic index needs the `semantic` extra installed)."
+    )
     unavailable_reason = serializers.SerializerMethodField(help_text="Why not, when it cannot; recall is lexical then.")
 
     class Meta:
         model = SearchIndex
-        fields = ["name", "kind", "recipe", "status", "built_at", "inputs", "coverage", "created_at", "status_changed_at",
-                  "promotion", "golden", "available", "unavailable_reason"]
+        fields = [
+            "name",
+            "kind",
+            "recipe",
+            "status",
+            "built_at",
+            "inputs",
+            "coverage",
+            "created_at",
+            "status_changed_at",
+            "promotion",
+            "golden",
+            "available",
+            "unavailable_reason",
+        ]
 
     def get_promotion(self, index: SearchIndex) -> dict | None:
         promotion = index.report.get("promotion")
@@ -78,10 +94,16 @@ class SearchIndexSerializer(serializers.ModelSerializer):
 class SearchIndexListView(APIView):
     permission_classes = [IsReviewer]
 
-    @extend_schema(summary="Search indexes: recipes, status, inputs and golden-recall verdicts (reviewers)",
-                   responses={200: SearchIndexSerializer(many=True), **{code: PROBLEMS[code] for code in (401, 403, 429)}})
+    @extend_schema(
+        summary="Search indexes: recipes, status, inputs and golden-recall verdicts (reviewers)",
+        responses={200: SearchIndexSerializer(many=True), **{code: PROBLEMS[code] for code in (401, 403, 429)}},
+    )
     def get(self, request: Request) -> Response:
         actor = request_actor(request)
-        slugs = None if actor.tenant_ids is None else set(Tenant.objects.filter(pk__in=actor.tenant_ids).values_list("slug", flat=True))
+        slugs = (
+            None
+            if actor.tenant_ids is None
+            else set(Tenant.objects.filter(pk__in=actor.tenant_ids).values_list("slug", flat=True))
+        )
         indexes = SearchIndex.objects.order_by("kind", "-created_at", "-pk")
         return Response(SearchIndexSerializer(indexes, many=True, context={"tenant_slugs": slugs, "actor": actor}).data)

@@ -42,5 +42,3 @@ class IsAgentOrReviewer(BasePermission):
     def has_permission(self, request, view) -> bool:
         actor = request_actor(request)
         return actor is not None and (actor.is_agent or _is_reviewer(request))
-
-

@@ -44,8 +44,9 @@ _DRF_PROBLEMS: list[tuple[type[exceptions.APIException], str, str]] = [
 ]
 
 
-def problem(*, status: int, code: str, title: str, detail: str, instance: str,
-            errors: dict[str, list[str]] | None = None) -> dict:
+def problem(
+    *, status: int, code: str, title: str, detail: str, instance: str, errors: dict[str, list[str]] | None = None
+) -> dict:
     body = {"type": TYPE_PREFIX + code, "title": title, "status": status, "detail": detail, "instance": instance}
     if errors:
         body["errors"] = errors
@@ -54,8 +55,9 @@ def problem(*, status: int, code: str, title: str, detail: str, instance: str,
 
 def domain_problem(exc: DomainError, *, instance: str) -> dict:
     """A domain error (a service's refusal) as a problem body."""
-    body = problem(status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail, instance=instance,
-                   errors=exc.errors)
+    body = problem(
+        status=exc.status, code=_snake(exc.code), title=exc.title, detail=exc.detail, instance=instance, errors=exc.errors
+    )
     body.update(getattr(exc, "extensions", None) or {})  # extension members, e.g. a pruned record's pruned_at
     return body
 
@@ -104,8 +106,13 @@ def problem_exception_handler(exc, context):
     # answer a bare 500.
     set_rollback()
     logger.error("Unhandled %s in %s", type(exc).__name__, instance, exc_info=exc)  # the handler drops the message
-    body = problem(status=500, code="server_error", title="Internal server error",
-                   detail="The request could not be completed.", instance=instance)
+    body = problem(
+        status=500,
+        code="server_error",
+        title="Internal server error",
+        detail="The request could not be completed.",
+        instance=instance,
+    )
     return Response(body, status=500, content_type=PROBLEM_CONTENT_TYPE)
 
 

@@ -68,7 +68,11 @@ PROBLEMS = {
 def record_queryset(actor: Actor) -> QuerySet[MemoryRecord]:
     """Records the actor may read (`records_in_scope`), with what the output serializer needs
     joined in one query."""
-    return records_in_scope(actor).select_related("tenant", "agent", "kind").annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
+    return (
+        records_in_scope(actor)
+        .select_related("tenant", "agent", "kind")
+        .annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
+    )
 
 
 def _record_response(actor: Actor, record_id, *, status_code: int = status.HTTP_200_OK, headers=None) -> Response:
@@ -135,15 +139,37 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @extend_schema(
         summary="Write a memory",
         request=MemoryWriteSerializer,
-        examples=[OpenApiExample("A user's preference from a chat turn", request_only=True, value={
-            "kind": "preference", "subject": "customer/acme", "purpose": "support",
-            "content": "Prefers email over phone.", "authority": "user", "confidence": 0.9,
-            "provenance": {"source_type": "user_turn", "uri": "chat://session/s-1#turn-12", "session_id": "s-1",
-                           "turn_id": "12", "observed_at": "2026-11-29T10:00:00Z", "contaminated": False},
-            "ttl_seconds": 604800,
-        })],
-        parameters=[OpenApiParameter("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX_CHARS}, OpenApiParameter.HEADER,
-                                     description="A retry with the same key and body returns the first result.")],
+        examples=[
+            OpenApiExample(
+                "A user's preference from a chat turn",
+                request_only=True,
+                value={
+                    "kind": "preference",
+                    "subject": "customer/acme",
+                    "purpose": "support",
+                    "content": "Prefers email over phone.",
+                    "authority": "user",
+                    "confidence": 0.9,
+                    "provenance": {
+                        "source_type": "user_turn",
+                        "uri": "chat://session/s-1#turn-12",
+                        "session_id": "s-1",
+                        "turn_id": "12",
+                        "observed_at": "2026-11-29T10:00:00Z",
+                        "contaminated": False,
+                    },
+                    "ttl_seconds": 604800,
+                },
+            )
+        ],
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                {"type": "string", "minLength": 1, "maxLength": IDEMPOTENCY_KEY_MAX_CHARS},
+                OpenApiParameter.HEADER,
+                description="A retry with the same key and body returns the first result.",
+            )
+        ],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
     )
     def create(self, request: Request) -> Response:
@@ -151,12 +177,16 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         # the client would get an error for a record that exists.
         with transaction.atomic():
             result = services.memory_write(
-                credential=request.auth, data=request.data, idempotency_key=request.headers.get("Idempotency-Key"),
+                credential=request.auth,
+                data=request.data,
+                idempotency_key=request.headers.get("Idempotency-Key"),
             )
             headers = {"Location": f"{request.path}{result.record.pk}/"}
             if result.replayed:
                 headers["Idempotent-Replayed"] = "true"
-                return _record_response(request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers)
+                return _record_response(
+                    request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers
+                )
             # A record written just now has its tenant, agent and kind attached, and no successor yet:
             # serialize it as it is rather than reading it back.
             result.record.superseded_by_id = None
@@ -177,8 +207,10 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         with transaction.atomic():
             outcomes = services.memory_write_batch(credential=request.auth, items=items)
             records = {
-                record.pk: record for record in record_queryset(request_actor(request))
-                .filter(pk__in=[outcome.record.pk for outcome in outcomes if outcome.record is not None])
+                record.pk: record
+                for record in record_queryset(request_actor(request)).filter(
+                    pk__in=[outcome.record.pk for outcome in outcomes if outcome.record is not None]
+                )
             }
             # One serializer for every record (its fields are built once, not per item).
             written = [records[outcome.record.pk] for outcome in outcomes if outcome.record is not None]
@@ -205,9 +237,11 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         parameters=[asof.AS_OF_PARAMETER],
         # The as-of shape (asof.MemoryRecordAsOfSerializer) is the record plus an `as_of` object; it is
         # described here rather than as a second component, which would rename the status enum.
-        responses={200: OpenApiResponse(response=MemoryRecordSerializer, description=asof.AS_OF_RESPONSE_HELP),
-                   **{code: PROBLEMS[code] for code in (400, 403, 404)},
-                   410: _problem_response("as_of: the record has been pruned since (retention deletes it with its history).")},
+        responses={
+            200: OpenApiResponse(response=MemoryRecordSerializer, description=asof.AS_OF_RESPONSE_HELP),
+            **{code: PROBLEMS[code] for code in (400, 403, 404)},
+            410: _problem_response("as_of: the record has been pruned since (retention deletes it with its history)."),
+        },
     )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         if "as_of" in request.query_params:
@@ -253,13 +287,23 @@ class RecallView(APIView):
     @extend_schema(
         summary="Recall memories for a task",
         description="Agents: what the token's agent recalls now. Reviewers: only with `as_of`, `tenant` and `agent`, "
-                    "what that agent's recall would have returned at that moment, reconstructed from history (the "
-                    "response adds an `as_of` object); without `as_of` a reviewer gets 403.",
+        "what that agent's recall would have returned at that moment, reconstructed from history (the "
+        "response adds an `as_of` object); without `as_of` a reviewer gets 403.",
         request=RecallQuerySerializer,
-        examples=[OpenApiExample("What the agent needs for a support reply", request_only=True, value={
-            "query": "how does acme want to be contacted", "purpose": "support", "subject": "customer/acme",
-            "kinds": ["preference"], "limit": 10, "token_budget": 800,
-        })],
+        examples=[
+            OpenApiExample(
+                "What the agent needs for a support reply",
+                request_only=True,
+                value={
+                    "query": "how does acme want to be contacted",
+                    "purpose": "support",
+                    "subject": "customer/acme",
+                    "kinds": ["preference"],
+                    "limit": 10,
+                    "token_budget": 800,
+                },
+            )
+        ],
         responses={200: asof.RecallAsOfResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 429)}},
     )
     def post(self, request: Request) -> Response:

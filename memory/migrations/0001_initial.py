@@ -10,7 +10,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -19,285 +18,579 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=64)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['tenant__slug', 'slug'],
+                "ordering": ["tenant__slug", "slug"],
             },
         ),
         migrations.CreateModel(
-            name='AgentCredential',
+            name="AgentCredential",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('token_hint', models.CharField(editable=False, help_text='First characters, to tell tokens apart.', max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('label', models.CharField(blank=True, max_length=200)),
-                ('purposes', models.JSONField(default=list, help_text='Purposes this token may write and recall, e.g. ["support"].')),
-                ('can_assert_operator', models.BooleanField(default=False)),
-                ('can_forget', models.BooleanField(default=False)),
-                ('can_confirm', models.BooleanField(default=False)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='credentials', to='memory.agent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "token_hint",
+                    models.CharField(editable=False, help_text="First characters, to tell tokens apart.", max_length=12),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("label", models.CharField(blank=True, max_length=200)),
+                (
+                    "purposes",
+                    models.JSONField(default=list, help_text='Purposes this token may write and recall, e.g. ["support"].'),
+                ),
+                ("can_assert_operator", models.BooleanField(default=False)),
+                ("can_forget", models.BooleanField(default=False)),
+                ("can_confirm", models.BooleanField(default=False)),
+                (
+                    "agent",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="credentials", to="memory.agent"),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalMemoryKind',
+            name="HistoricalMemoryKind",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('history_actor', models.CharField(blank=True, default='', max_length=200)),
-                ('history_note', models.CharField(blank=True, default='', max_length=500)),
-                ('name', models.SlugField(max_length=64)),
-                ('description', models.CharField(blank=True, max_length=300)),
-                ('default_ttl', models.DurationField(help_text='TTL when a write names none.')),
-                ('max_ttl', models.DurationField(help_text='Longest TTL a write may ask for.')),
-                ('review_interval', models.DurationField(blank=True, help_text='Active records unconfirmed for longer go to the drift queue; empty = never.', null=True)),
-                ('auto_admit_authorities', models.JSONField(default=list, help_text='Authorities admitted without review from a clean session, e.g. ["operator", "user"].')),
-                ('purge_after', models.DurationField(default=datetime.timedelta(days=30), help_text='How long expired, superseded, rejected or forgotten records are kept before the prune job deletes them.')),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name="ID")),
+                ("history_actor", models.CharField(blank=True, default="", max_length=200)),
+                ("history_note", models.CharField(blank=True, default="", max_length=500)),
+                ("name", models.SlugField(max_length=64)),
+                ("description", models.CharField(blank=True, max_length=300)),
+                ("default_ttl", models.DurationField(help_text="TTL when a write names none.")),
+                ("max_ttl", models.DurationField(help_text="Longest TTL a write may ask for.")),
+                (
+                    "review_interval",
+                    models.DurationField(
+                        blank=True,
+                        help_text="Active records unconfirmed for longer go to the drift queue; empty = never.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "auto_admit_authorities",
+                    models.JSONField(
+                        default=list,
+                        help_text='Authorities admitted without review from a clean session, e.g. ["operator", "user"].',
+                    ),
+                ),
+                (
+                    "purge_after",
+                    models.DurationField(
+                        default=datetime.timedelta(days=30),
+                        help_text="How long expired, superseded, rejected or forgotten records are kept before the prune job deletes them.",
+                    ),
+                ),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                ("history_type", models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1)),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical memory kind',
-                'verbose_name_plural': 'historical memory kinds',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical memory kind",
+                "verbose_name_plural": "historical memory kinds",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='MemoryKind',
+            name="MemoryKind",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=64, unique=True)),
-                ('description', models.CharField(blank=True, max_length=300)),
-                ('default_ttl', models.DurationField(help_text='TTL when a write names none.')),
-                ('max_ttl', models.DurationField(help_text='Longest TTL a write may ask for.')),
-                ('review_interval', models.DurationField(blank=True, help_text='Active records unconfirmed for longer go to the drift queue; empty = never.', null=True)),
-                ('auto_admit_authorities', models.JSONField(default=list, help_text='Authorities admitted without review from a clean session, e.g. ["operator", "user"].')),
-                ('purge_after', models.DurationField(default=datetime.timedelta(days=30), help_text='How long expired, superseded, rejected or forgotten records are kept before the prune job deletes them.')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=64, unique=True)),
+                ("description", models.CharField(blank=True, max_length=300)),
+                ("default_ttl", models.DurationField(help_text="TTL when a write names none.")),
+                ("max_ttl", models.DurationField(help_text="Longest TTL a write may ask for.")),
+                (
+                    "review_interval",
+                    models.DurationField(
+                        blank=True,
+                        help_text="Active records unconfirmed for longer go to the drift queue; empty = never.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "auto_admit_authorities",
+                    models.JSONField(
+                        default=list,
+                        help_text='Authorities admitted without review from a clean session, e.g. ["operator", "user"].',
+                    ),
+                ),
+                (
+                    "purge_after",
+                    models.DurationField(
+                        default=datetime.timedelta(days=30),
+                        help_text="How long expired, superseded, rejected or forgotten records are kept before the prune job deletes them.",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('default_ttl__lte', models.F('max_ttl'))), name='kind_default_ttl_within_max'), models.CheckConstraint(condition=models.Q(('default_ttl__gt', datetime.timedelta(0))), name='kind_default_ttl_positive')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("default_ttl__lte", models.F("max_ttl"))), name="kind_default_ttl_within_max"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("default_ttl__gt", datetime.timedelta(0))), name="kind_default_ttl_positive"
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ReviewerToken',
+            name="ReviewerToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('token_hint', models.CharField(editable=False, help_text='First characters, to tell tokens apart.', max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_tokens', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "token_hint",
+                    models.CharField(editable=False, help_text="First characters, to tell tokens apart.", max_length=12),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="review_tokens", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='Tenant',
+            name="Tenant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewers', models.ManyToManyField(blank=True, help_text="Reviewers who may see and decide on this tenant's memories.", related_name='reviewed_tenants', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "reviewers",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Reviewers who may see and decide on this tenant's memories.",
+                        related_name="reviewed_tenants",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='MemoryRecord',
+            name="MemoryRecord",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('subject', models.CharField(max_length=200)),
-                ('purpose', models.CharField(max_length=100)),
-                ('content', models.TextField()),
-                ('content_hash', models.CharField(max_length=71)),
-                ('source_type', models.CharField(choices=[('user_turn', 'User Turn'), ('tool_output', 'Tool Output'), ('web_page', 'Web Page'), ('document', 'Document'), ('operator_config', 'Operator Config'), ('agent_inference', 'Agent Inference'), ('import', 'Import')], max_length=32)),
-                ('source_uri', models.CharField(blank=True, max_length=1000)),
-                ('session_id', models.CharField(blank=True, max_length=200)),
-                ('turn_id', models.CharField(blank=True, max_length=200)),
-                ('tool', models.CharField(blank=True, max_length=200)),
-                ('source_version', models.CharField(blank=True, max_length=200)),
-                ('observed_at', models.DateTimeField(blank=True, null=True)),
-                ('contaminated', models.BooleanField(default=False)),
-                ('authority', models.CharField(choices=[('operator', 'Operator'), ('user', 'User'), ('third_party', 'Third Party'), ('agent', 'Agent')], max_length=16)),
-                ('trust', models.CharField(choices=[('untrusted', 'Untrusted'), ('trusted', 'Trusted'), ('verified', 'Verified')], default='untrusted', max_length=16)),
-                ('quarantine_reason', models.CharField(blank=True, max_length=300)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('confidence', models.FloatField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('valid_from', models.DateTimeField(blank=True, null=True)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('confirmed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField()),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('quarantined', 'Quarantined'), ('active', 'Active'), ('rejected', 'Rejected'), ('superseded', 'Superseded'), ('expired', 'Expired'), ('forgotten', 'Forgotten')], max_length=16)),
-                ('status_changed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='memories', to='memory.agent')),
-                ('derived_from', models.ManyToManyField(blank=True, related_name='derivatives', to='memory.memoryrecord')),
-                ('kind', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='records', to='memory.memorykind')),
-                ('reviewed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('supersedes', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='successors', to='memory.memoryrecord')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='memories', to='memory.tenant')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("subject", models.CharField(max_length=200)),
+                ("purpose", models.CharField(max_length=100)),
+                ("content", models.TextField()),
+                ("content_hash", models.CharField(max_length=71)),
+                (
+                    "source_type",
+                    models.CharField(
+                        choices=[
+                            ("user_turn", "User Turn"),
+                            ("tool_output", "Tool Output"),
+                            ("web_page", "Web Page"),
+                            ("document", "Document"),
+                            ("operator_config", "Operator Config"),
+                            ("agent_inference", "Agent Inference"),
+                            ("import", "Import"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("source_uri", models.CharField(blank=True, max_length=1000)),
+                ("session_id", models.CharField(blank=True, max_length=200)),
+                ("turn_id", models.CharField(blank=True, max_length=200)),
+                ("tool", models.CharField(blank=True, max_length=200)),
+                ("source_version", models.CharField(blank=True, max_length=200)),
+                ("observed_at", models.DateTimeField(blank=True, null=True)),
+                ("contaminated", models.BooleanField(default=False)),
+                (
+                    "authority",
+                    models.CharField(
+                        choices=[("operator", "Operator"), ("user", "User"), ("third_party", "Third Party"), ("agent", "Agent")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "trust",
+                    models.CharField(
+                        choices=[("untrusted", "Untrusted"), ("trusted", "Trusted"), ("verified", "Verified")],
+                        default="untrusted",
+                        max_length=16,
+                    ),
+                ),
+                ("quarantine_reason", models.CharField(blank=True, max_length=300)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                ("confidence", models.FloatField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("valid_from", models.DateTimeField(blank=True, null=True)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                ("confirmed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("expires_at", models.DateTimeField()),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("quarantined", "Quarantined"),
+                            ("active", "Active"),
+                            ("rejected", "Rejected"),
+                            ("superseded", "Superseded"),
+                            ("expired", "Expired"),
+                            ("forgotten", "Forgotten"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("version", models.PositiveIntegerField(default=1)),
+                (
+                    "agent",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="memories", to="memory.agent"),
+                ),
+                ("derived_from", models.ManyToManyField(blank=True, related_name="derivatives", to="memory.memoryrecord")),
+                (
+                    "kind",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="records", to="memory.memorykind"
+                    ),
+                ),
+                (
+                    "reviewed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "supersedes",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="successors",
+                        to="memory.memoryrecord",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="memories", to="memory.tenant"),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='HistoricalMemoryRecord',
+            name="HistoricalMemoryRecord",
             fields=[
-                ('history_actor', models.CharField(blank=True, default='', max_length=200)),
-                ('history_note', models.CharField(blank=True, default='', max_length=500)),
-                ('id', models.UUIDField(db_index=True, default=uuid.uuid4, editable=False)),
-                ('subject', models.CharField(max_length=200)),
-                ('purpose', models.CharField(max_length=100)),
-                ('content', models.TextField()),
-                ('content_hash', models.CharField(max_length=71)),
-                ('source_type', models.CharField(choices=[('user_turn', 'User Turn'), ('tool_output', 'Tool Output'), ('web_page', 'Web Page'), ('document', 'Document'), ('operator_config', 'Operator Config'), ('agent_inference', 'Agent Inference'), ('import', 'Import')], max_length=32)),
-                ('source_uri', models.CharField(blank=True, max_length=1000)),
-                ('session_id', models.CharField(blank=True, max_length=200)),
-                ('turn_id', models.CharField(blank=True, max_length=200)),
-                ('tool', models.CharField(blank=True, max_length=200)),
-                ('source_version', models.CharField(blank=True, max_length=200)),
-                ('observed_at', models.DateTimeField(blank=True, null=True)),
-                ('contaminated', models.BooleanField(default=False)),
-                ('authority', models.CharField(choices=[('operator', 'Operator'), ('user', 'User'), ('third_party', 'Third Party'), ('agent', 'Agent')], max_length=16)),
-                ('trust', models.CharField(choices=[('untrusted', 'Untrusted'), ('trusted', 'Trusted'), ('verified', 'Verified')], default='untrusted', max_length=16)),
-                ('quarantine_reason', models.CharField(blank=True, max_length=300)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('confidence', models.FloatField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('valid_from', models.DateTimeField(blank=True, null=True)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('confirmed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField()),
-                ('status', models.CharField(choices=[('quarantined', 'Quarantined'), ('active', 'Active'), ('rejected', 'Rejected'), ('superseded', 'Superseded'), ('expired', 'Expired'), ('forgotten', 'Forgotten')], max_length=16)),
-                ('status_changed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('agent', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.agent')),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('reviewed_by', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('kind', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.memorykind')),
-                ('supersedes', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.memoryrecord')),
-                ('tenant', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.tenant')),
+                ("history_actor", models.CharField(blank=True, default="", max_length=200)),
+                ("history_note", models.CharField(blank=True, default="", max_length=500)),
+                ("id", models.UUIDField(db_index=True, default=uuid.uuid4, editable=False)),
+                ("subject", models.CharField(max_length=200)),
+                ("purpose", models.CharField(max_length=100)),
+                ("content", models.TextField()),
+                ("content_hash", models.CharField(max_length=71)),
+                (
+                    "source_type",
+                    models.CharField(
+                        choices=[
+                            ("user_turn", "User Turn"),
+                            ("tool_output", "Tool Output"),
+                            ("web_page", "Web Page"),
+                            ("document", "Document"),
+                            ("operator_config", "Operator Config"),
+                            ("agent_inference", "Agent Inference"),
+                            ("import", "Import"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("source_uri", models.CharField(blank=True, max_length=1000)),
+                ("session_id", models.CharField(blank=True, max_length=200)),
+                ("turn_id", models.CharField(blank=True, max_length=200)),
+                ("tool", models.CharField(blank=True, max_length=200)),
+                ("source_version", models.CharField(blank=True, max_length=200)),
+                ("observed_at", models.DateTimeField(blank=True, null=True)),
+                ("contaminated", models.BooleanField(default=False)),
+                (
+                    "authority",
+                    models.CharField(
+                        choices=[("operator", "Operator"), ("user", "User"), ("third_party", "Third Party"), ("agent", "Agent")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "trust",
+                    models.CharField(
+                        choices=[("untrusted", "Untrusted"), ("trusted", "Trusted"), ("verified", "Verified")],
+                        default="untrusted",
+                        max_length=16,
+                    ),
+                ),
+                ("quarantine_reason", models.CharField(blank=True, max_length=300)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                ("confidence", models.FloatField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("valid_from", models.DateTimeField(blank=True, null=True)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                ("confirmed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("expires_at", models.DateTimeField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("quarantined", "Quarantined"),
+                            ("active", "Active"),
+                            ("rejected", "Rejected"),
+                            ("superseded", "Superseded"),
+                            ("expired", "Expired"),
+                            ("forgotten", "Forgotten"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                ("history_type", models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.agent",
+                    ),
+                ),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "reviewed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "kind",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.memorykind",
+                    ),
+                ),
+                (
+                    "supersedes",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.memoryrecord",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical memory record',
-                'verbose_name_plural': 'historical memory records',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical memory record",
+                "verbose_name_plural": "historical memory records",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.AddField(
-            model_name='agent',
-            name='tenant',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agents', to='memory.tenant'),
+            model_name="agent",
+            name="tenant",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="agents", to="memory.tenant"),
         ),
         migrations.CreateModel(
-            name='IdempotencyKey',
+            name="IdempotencyKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
-                ('fingerprint', models.CharField(help_text='sha256 of the canonical request body.', max_length=64)),
-                ('response_status', models.PositiveSmallIntegerField(default=201)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('credential', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='idempotency_keys', to='memory.agentcredential')),
-                ('record', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.memoryrecord')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.CharField(max_length=200)),
+                ("fingerprint", models.CharField(help_text="sha256 of the canonical request body.", max_length=64)),
+                ("response_status", models.PositiveSmallIntegerField(default=201)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "credential",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="idempotency_keys", to="memory.agentcredential"
+                    ),
+                ),
+                (
+                    "record",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to="memory.memoryrecord"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['created_at'], name='idempotency_age_idx')],
-                'constraints': [models.UniqueConstraint(fields=('credential', 'key'), name='idempotency_unique_key_per_credential')],
+                "indexes": [models.Index(fields=["created_at"], name="idempotency_age_idx")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("credential", "key"), name="idempotency_unique_key_per_credential")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['tenant', 'agent', 'purpose', 'subject', 'expires_at'], name='memory_recall_active_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status", "active")),
+                fields=["tenant", "agent", "purpose", "subject", "expires_at"],
+                name="memory_recall_active_idx",
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status', 'quarantined')), fields=['tenant', 'created_at'], name='memory_quarantine_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status", "quarantined")), fields=["tenant", "created_at"], name="memory_quarantine_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['tenant', 'kind', 'confirmed_at'], name='memory_drift_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status", "active")), fields=["tenant", "kind", "confirmed_at"], name="memory_drift_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status__in', ['active', 'quarantined'])), fields=['expires_at'], name='memory_expiry_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status__in", ["active", "quarantined"])), fields=["expires_at"], name="memory_expiry_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(fields=['tenant', 'subject'], name='memory_subject_idx'),
+            model_name="memoryrecord",
+            index=models.Index(fields=["tenant", "subject"], name="memory_subject_idx"),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(fields=['status', 'status_changed_at'], name='memory_status_age_idx'),
+            model_name="memoryrecord",
+            index=models.Index(fields=["status", "status_changed_at"], name="memory_status_age_idx"),
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['tenant', 'agent', 'purpose', 'subject', 'kind', 'content_hash'], name='memory_dedup_scope_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status", "active")),
+                fields=["tenant", "agent", "purpose", "subject", "kind", "content_hash"],
+                name="memory_dedup_scope_idx",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__gte', 0), ('confidence__lte', 1)), name='memory_confidence_in_unit_range'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("confidence__gte", 0), ("confidence__lte", 1)), name="memory_confidence_in_unit_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('expires_at__gt', models.F('created_at'))), name='memory_expires_after_created'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("expires_at__gt", models.F("created_at"))), name="memory_expires_after_created"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('version__gte', 1)), name='memory_version_positive'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(condition=models.Q(("version__gte", 1)), name="memory_version_positive"),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('valid_from__isnull', True), ('valid_to__isnull', True), ('valid_to__gt', models.F('valid_from')), _connector='OR'), name='memory_valid_range_ordered'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("valid_from__isnull", True),
+                    ("valid_to__isnull", True),
+                    ("valid_to__gt", models.F("valid_from")),
+                    _connector="OR",
+                ),
+                name="memory_valid_range_ordered",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['quarantined', 'active', 'rejected', 'superseded', 'expired', 'forgotten'])), name='memory_status_valid'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["quarantined", "active", "rejected", "superseded", "expired", "forgotten"])),
+                name="memory_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('authority__in', ['operator', 'user', 'third_party', 'agent'])), name='memory_authority_valid'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("authority__in", ["operator", "user", "third_party", "agent"])), name="memory_authority_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('trust__in', ['untrusted', 'trusted', 'verified'])), name='memory_trust_valid'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("trust__in", ["untrusted", "trusted", "verified"])), name="memory_trust_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('source_type__in', ['user_turn', 'tool_output', 'web_page', 'document', 'operator_config', 'agent_inference', 'import'])), name='memory_source_type_valid'),
+            model_name="memoryrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "source_type__in",
+                        ["user_turn", "tool_output", "web_page", "document", "operator_config", "agent_inference", "import"],
+                    )
+                ),
+                name="memory_source_type_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memoryrecord',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('supersedes',), name='memory_one_active_successor'),
+            model_name="memoryrecord",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")), fields=("supersedes",), name="memory_one_active_successor"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.UniqueConstraint(fields=('tenant', 'slug'), name='agent_unique_slug_per_tenant'),
+            model_name="agent",
+            constraint=models.UniqueConstraint(fields=("tenant", "slug"), name="agent_unique_slug_per_tenant"),
         ),
     ]

@@ -24,8 +24,12 @@ def seed(apps, schema_editor):
         MemoryKind.objects.update_or_create(
             name=name,
             defaults=dict(
-                description=description, default_ttl=default_ttl, max_ttl=max_ttl, review_interval=review_interval,
-                purge_after=purge_after, auto_admit_authorities=["operator", "user"],
+                description=description,
+                default_ttl=default_ttl,
+                max_ttl=max_ttl,
+                review_interval=review_interval,
+                purge_after=purge_after,
+                auto_admit_authorities=["operator", "user"],
             ),
         )
     Group.objects.get_or_create(name="reviewers")

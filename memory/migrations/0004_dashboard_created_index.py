@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0003_fulltext_search_vector'),
+        ("memory", "0003_fulltext_search_vector"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(fields=['tenant', 'created_at'], name='memory_tenant_created_idx'),
+            model_name="memoryrecord",
+            index=models.Index(fields=["tenant", "created_at"], name="memory_tenant_created_idx"),
         ),
     ]

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0004_dashboard_created_index'),
+        ("memory", "0004_dashboard_created_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agentcredential',
-            name='can_import_trusted',
-            field=models.BooleanField(default=False, help_text='May write document or import claims with user or operator authority without review (a trusted migration). Without it such writes are quarantined.'),
+            model_name="agentcredential",
+            name="can_import_trusted",
+            field=models.BooleanField(
+                default=False,
+                help_text="May write document or import claims with user or operator authority without review (a trusted migration). Without it such writes are quarantined.",
+            ),
         ),
     ]

@@ -22,7 +22,9 @@ def create_default_index(apps, schema_editor):
     held = storage.build_storage(storage.storage_name("lexical", index.pk), index.recipe)
     eligible = MemoryRecord.objects.filter(status="active").count()
     SearchIndex.objects.filter(pk=index.pk).update(
-        status="active", built_at=timezone.now(), inputs={"records": held, "up_to": up_to.isoformat()},
+        status="active",
+        built_at=timezone.now(),
+        inputs={"records": held, "up_to": up_to.isoformat()},
         coverage=min(1.0, held / eligible) if eligible else 1.0,
         report={"build": {"records": held, "database": schema_editor.connection.vendor, "by": "migration"}},
     )
@@ -35,61 +37,154 @@ def drop_index_storage(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0005_credential_can_import_trusted'),
+        ("memory", "0005_credential_can_import_trusted"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalSearchIndex',
+            name="HistoricalSearchIndex",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('history_actor', models.CharField(blank=True, default='', max_length=200)),
-                ('history_note', models.CharField(blank=True, default='', max_length=500)),
-                ('name', models.SlugField(max_length=100)),
-                ('kind', models.CharField(choices=[('lexical', 'Lexical'), ('semantic', 'Semantic')], default='lexical', max_length=16)),
-                ('recipe', models.JSONField(default=dict, help_text='How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, version and dimensions (semantic).')),
-                ('inputs', models.JSONField(default=dict, help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by triggers.')),
-                ('status', models.CharField(choices=[('building', 'Building'), ('candidate', 'Candidate'), ('active', 'Active'), ('retired', 'Retired')], default='building', max_length=16)),
-                ('coverage', models.FloatField(blank=True, help_text='Share of the recallable (active) records the index held when built, 0 to 1.', null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('built_at', models.DateTimeField(blank=True, null=True)),
-                ('status_changed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name="ID")),
+                ("history_actor", models.CharField(blank=True, default="", max_length=200)),
+                ("history_note", models.CharField(blank=True, default="", max_length=500)),
+                ("name", models.SlugField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("lexical", "Lexical"), ("semantic", "Semantic")], default="lexical", max_length=16
+                    ),
+                ),
+                (
+                    "recipe",
+                    models.JSONField(
+                        default=dict,
+                        help_text="How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, version and dimensions (semantic).",
+                    ),
+                ),
+                (
+                    "inputs",
+                    models.JSONField(
+                        default=dict,
+                        help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by triggers.',
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("building", "Building"),
+                            ("candidate", "Candidate"),
+                            ("active", "Active"),
+                            ("retired", "Retired"),
+                        ],
+                        default="building",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "coverage",
+                    models.FloatField(
+                        blank=True,
+                        help_text="Share of the recallable (active) records the index held when built, 0 to 1.",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("built_at", models.DateTimeField(blank=True, null=True)),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                ("history_type", models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1)),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical search index',
-                'verbose_name_plural': 'historical search indexes',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical search index",
+                "verbose_name_plural": "historical search indexes",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='SearchIndex',
+            name="SearchIndex",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('lexical', 'Lexical'), ('semantic', 'Semantic')], default='lexical', max_length=16)),
-                ('recipe', models.JSONField(default=dict, help_text='How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, version and dimensions (semantic).')),
-                ('inputs', models.JSONField(default=dict, help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by triggers.')),
-                ('status', models.CharField(choices=[('building', 'Building'), ('candidate', 'Candidate'), ('active', 'Active'), ('retired', 'Retired')], default='building', max_length=16)),
-                ('coverage', models.FloatField(blank=True, help_text='Share of the recallable (active) records the index held when built, 0 to 1.', null=True)),
-                ('report', models.JSONField(blank=True, default=dict, help_text='Build figures and promotion gate reports.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('built_at', models.DateTimeField(blank=True, null=True)),
-                ('status_changed_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("lexical", "Lexical"), ("semantic", "Semantic")], default="lexical", max_length=16
+                    ),
+                ),
+                (
+                    "recipe",
+                    models.JSONField(
+                        default=dict,
+                        help_text="How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, version and dimensions (semantic).",
+                    ),
+                ),
+                (
+                    "inputs",
+                    models.JSONField(
+                        default=dict,
+                        help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by triggers.',
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("building", "Building"),
+                            ("candidate", "Candidate"),
+                            ("active", "Active"),
+                            ("retired", "Retired"),
+                        ],
+                        default="building",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "coverage",
+                    models.FloatField(
+                        blank=True,
+                        help_text="Share of the recallable (active) records the index held when built, 0 to 1.",
+                        null=True,
+                    ),
+                ),
+                ("report", models.JSONField(blank=True, default=dict, help_text="Build figures and promotion gate reports.")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("built_at", models.DateTimeField(blank=True, null=True)),
+                ("status_changed_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name_plural': 'search indexes',
-                'ordering': ['kind', '-created_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('kind',), name='search_index_one_active_per_kind'), models.CheckConstraint(condition=models.Q(('status__in', ['building', 'candidate', 'active', 'retired'])), name='search_index_status_valid'), models.CheckConstraint(condition=models.Q(('kind__in', ['lexical', 'semantic'])), name='search_index_kind_valid'), models.CheckConstraint(condition=models.Q(('coverage__isnull', True), models.Q(('coverage__gte', 0), ('coverage__lte', 1)), _connector='OR'), name='search_index_coverage_in_unit_range')],
+                "verbose_name_plural": "search indexes",
+                "ordering": ["kind", "-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status", "active")), fields=("kind",), name="search_index_one_active_per_kind"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("status__in", ["building", "candidate", "active", "retired"])),
+                        name="search_index_status_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["lexical", "semantic"])), name="search_index_kind_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("coverage__isnull", True), models.Q(("coverage__gte", 0), ("coverage__lte", 1)), _connector="OR"
+                        ),
+                        name="search_index_coverage_in_unit_range",
+                    ),
+                ],
             },
         ),
         migrations.RunPython(create_default_index, drop_index_storage),

@@ -26,31 +26,55 @@ def flag_quarantined_records(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0006_search_indexes'),
+        ("memory", "0006_search_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='historicalmemoryrecord',
-            name='risk_flags',
-            field=models.CharField(blank=True, help_text='Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); shown to reviewers, never used to admit or reject.', max_length=64, null=True),
+            model_name="historicalmemoryrecord",
+            name="risk_flags",
+            field=models.CharField(
+                blank=True,
+                help_text="Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); shown to reviewers, never used to admit or reject.",
+                max_length=64,
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='historicalmemoryrecord',
-            name='written_by',
-            field=models.ForeignKey(blank=True, db_constraint=False, help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): revoking a leaked token finds its records by this key.", null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.agentcredential'),
+            model_name="historicalmemoryrecord",
+            name="written_by",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): revoking a leaked token finds its records by this key.",
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="+",
+                to="memory.agentcredential",
+            ),
         ),
         migrations.AddField(
-            model_name='memoryrecord',
-            name='risk_flags',
-            field=models.CharField(blank=True, help_text='Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); shown to reviewers, never used to admit or reject.', max_length=64, null=True),
+            model_name="memoryrecord",
+            name="risk_flags",
+            field=models.CharField(
+                blank=True,
+                help_text="Codes of memory.risk.RISK_FLAGS the content raised at write time, space-separated (empty: none); shown to reviewers, never used to admit or reject.",
+                max_length=64,
+                null=True,
+            ),
         ),
         migrations.AddField(
-            model_name='memoryrecord',
-            name='written_by',
-            field=models.ForeignKey(blank=True, help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): revoking a leaked token finds its records by this key.", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.agentcredential'),
+            model_name="memoryrecord",
+            name="written_by",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The token that wrote it (empty for reviewers' corrections and records older than this field): revoking a leaked token finds its records by this key.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="memory.agentcredential",
+            ),
         ),
         migrations.RunPython(flag_quarantined_records, migrations.RunPython.noop),
     ]

@@ -18,23 +18,36 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-WRITTEN_BY_HELP = ("The token that wrote it (empty for reviewers' corrections and records older than this field): "
-                   "revoking a leaked token finds its records by this key.")
+WRITTEN_BY_HELP = (
+    "The token that wrote it (empty for reviewers' corrections and records older than this field): "
+    "revoking a leaked token finds its records by this key."
+)
 
 # (model, field): single-column indexes dropped, Django state updated alongside.
 UNINDEXED = [
-    ("memoryrecord", "tenant"), ("memoryrecord", "kind"), ("memoryrecord", "reviewed_by"), ("memoryrecord", "supersedes"),
-    ("historicalmemoryrecord", "tenant"), ("historicalmemoryrecord", "kind"),
-    ("historicalmemoryrecord", "written_by"), ("historicalmemoryrecord", "reviewed_by"),
+    ("memoryrecord", "tenant"),
+    ("memoryrecord", "kind"),
+    ("memoryrecord", "reviewed_by"),
+    ("memoryrecord", "supersedes"),
+    ("historicalmemoryrecord", "tenant"),
+    ("historicalmemoryrecord", "kind"),
+    ("historicalmemoryrecord", "written_by"),
+    ("historicalmemoryrecord", "reviewed_by"),
 ]
 
 
 def _single_column_indexes(schema_editor, model, column: str) -> list[str]:
     with schema_editor.connection.cursor() as cursor:
         constraints = schema_editor.connection.introspection.get_constraints(cursor, model._meta.db_table)
-    return [name for name, info in constraints.items()
-            if info["columns"] == [column] and info["index"] and not info["unique"] and not info["primary_key"]
-            and not info.get("check")]
+    return [
+        name
+        for name, info in constraints.items()
+        if info["columns"] == [column]
+        and info["index"]
+        and not info["unique"]
+        and not info["primary_key"]
+        and not info.get("check")
+    ]
 
 
 def drop_field_indexes(apps, schema_editor):
@@ -62,9 +75,13 @@ def drop_search_vector(apps, schema_editor):
 
 def restore_search_vector(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("ALTER TABLE memory_memoryrecord ADD COLUMN IF NOT EXISTS search_vector tsvector "
-                              "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED")
-        schema_editor.execute("CREATE INDEX IF NOT EXISTS memory_search_vector_gin ON memory_memoryrecord USING gin (search_vector)")
+        schema_editor.execute(
+            "ALTER TABLE memory_memoryrecord ADD COLUMN IF NOT EXISTS search_vector tsvector "
+            "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"
+        )
+        schema_editor.execute(
+            "CREATE INDEX IF NOT EXISTS memory_search_vector_gin ON memory_memoryrecord USING gin (search_vector)"
+        )
 
 
 def upgrade_search_triggers(apps, schema_editor):
@@ -74,7 +91,6 @@ def upgrade_search_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("memory", "0007_written_by_and_risk_flags"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -86,62 +102,121 @@ class Migration(migrations.Migration):
             database_operations=[migrations.RunPython(drop_field_indexes, restore_field_indexes)],
             state_operations=[
                 migrations.AlterField(
-                    model_name="historicalmemoryrecord", name="kind",
-                    field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True,
-                                            on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="memory.memorykind"),
+                    model_name="historicalmemoryrecord",
+                    name="kind",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.memorykind",
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="historicalmemoryrecord", name="reviewed_by",
-                    field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True,
-                                            on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to=settings.AUTH_USER_MODEL),
+                    model_name="historicalmemoryrecord",
+                    name="reviewed_by",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="historicalmemoryrecord", name="tenant",
-                    field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True,
-                                            on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="memory.tenant"),
+                    model_name="historicalmemoryrecord",
+                    name="tenant",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.tenant",
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="historicalmemoryrecord", name="written_by",
-                    field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, help_text=WRITTEN_BY_HELP, null=True,
-                                            on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="memory.agentcredential"),
+                    model_name="historicalmemoryrecord",
+                    name="written_by",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        help_text=WRITTEN_BY_HELP,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.agentcredential",
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="memoryrecord", name="kind",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name="records",
-                                            to="memory.memorykind"),
+                    model_name="memoryrecord",
+                    name="kind",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="records",
+                        to="memory.memorykind",
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="memoryrecord", name="reviewed_by",
-                    field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL,
-                                            related_name="+", to=settings.AUTH_USER_MODEL),
+                    model_name="memoryrecord",
+                    name="reviewed_by",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="memoryrecord", name="supersedes",
-                    field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL,
-                                            related_name="successors", to="memory.memoryrecord"),
+                    model_name="memoryrecord",
+                    name="supersedes",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="successors",
+                        to="memory.memoryrecord",
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name="memoryrecord", name="tenant",
-                    field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name="memories",
-                                            to="memory.tenant"),
+                    model_name="memoryrecord",
+                    name="tenant",
+                    field=models.ForeignKey(
+                        db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name="memories", to="memory.tenant"
+                    ),
                 ),
             ],
         ),
         migrations.RemoveIndex(model_name="memoryrecord", name="memory_status_age_idx"),
         migrations.AddIndex(
             model_name="memoryrecord",
-            index=models.Index(condition=models.Q(("status__in", ("expired", "superseded", "rejected", "forgotten"))),
-                               fields=["status", "status_changed_at"], name="memory_purgeable_age_idx"),
+            index=models.Index(
+                condition=models.Q(("status__in", ("expired", "superseded", "rejected", "forgotten"))),
+                fields=["status", "status_changed_at"],
+                name="memory_purgeable_age_idx",
+            ),
         ),
         migrations.AddIndex(
             model_name="memoryrecord",
-            index=models.Index(condition=models.Q(("supersedes__isnull", False)), fields=["supersedes"],
-                               name="memory_supersedes_idx"),
+            index=models.Index(
+                condition=models.Q(("supersedes__isnull", False)), fields=["supersedes"], name="memory_supersedes_idx"
+            ),
         ),
         migrations.AddIndex(
             model_name="memoryrecord",
-            index=models.Index(condition=models.Q(("reviewed_by__isnull", False)), fields=["reviewed_by"],
-                               name="memory_reviewed_by_idx"),
+            index=models.Index(
+                condition=models.Q(("reviewed_by__isnull", False)), fields=["reviewed_by"], name="memory_reviewed_by_idx"
+            ),
         ),
         migrations.RunPython(upgrade_search_triggers, migrations.RunPython.noop),
     ]

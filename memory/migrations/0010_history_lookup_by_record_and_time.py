@@ -17,8 +17,11 @@ INDEX = "memory_history_id_date_idx"
 def _id_indexes(schema_editor) -> list[str]:
     with schema_editor.connection.cursor() as cursor:
         constraints = schema_editor.connection.introspection.get_constraints(cursor, TABLE)
-    return [name for name, info in constraints.items()
-            if info["columns"] == ["id"] and info["index"] and not info["unique"] and not info["primary_key"]]
+    return [
+        name
+        for name, info in constraints.items()
+        if info["columns"] == ["id"] and info["index"] and not info["unique"] and not info["primary_key"]
+    ]
 
 
 def replace_id_index(apps, schema_editor):

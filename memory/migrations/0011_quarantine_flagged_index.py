@@ -7,15 +7,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0010_history_lookup_by_record_and_time'),
+        ("memory", "0010_history_lookup_by_record_and_time"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('risk_flags__gt', ''), ('status', 'quarantined')), fields=['tenant', 'created_at'], name='memory_quarantine_flagged_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("risk_flags__gt", ""), ("status", "quarantined")),
+                fields=["tenant", "created_at"],
+                name="memory_quarantine_flagged_idx",
+            ),
         ),
     ]

@@ -14,7 +14,6 @@ def add_terms(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("memory", "0011_quarantine_flagged_index")]
 
     operations = [migrations.RunPython(add_terms, migrations.RunPython.noop)]

@@ -5,19 +5,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0012_search_terms'),
+        ("memory", "0012_search_terms"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='memoryrecord',
-            name='memory_expiry_idx',
+            model_name="memoryrecord",
+            name="memory_expiry_idx",
         ),
         migrations.AddIndex(
-            model_name='memoryrecord',
-            index=models.Index(condition=models.Q(('status__in', ['active', 'quarantined'])), fields=['expires_at', 'id'], name='memory_expiry_idx'),
+            model_name="memoryrecord",
+            index=models.Index(
+                condition=models.Q(("status__in", ["active", "quarantined"])),
+                fields=["expires_at", "id"],
+                name="memory_expiry_idx",
+            ),
         ),
     ]

@@ -13,7 +13,6 @@ def reinstall_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("memory", "0013_expiry_walk_index")]
 
     operations = [migrations.RunPython(reinstall_triggers, migrations.RunPython.noop)]

@@ -14,7 +14,6 @@ def reinstall_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("memory", "0014_expiry_trigger_fast_path")]
 
     operations = [migrations.RunPython(reinstall_triggers, migrations.RunPython.noop)]

@@ -19,8 +19,15 @@ PARTIAL = {"supersedes_id": "memory_history_supersedes_idx", "history_user_id": 
 def _full_indexes(schema_editor, column: str) -> list[str]:
     with schema_editor.connection.cursor() as cursor:
         constraints = schema_editor.connection.introspection.get_constraints(cursor, TABLE)
-    return [name for name, info in constraints.items() if info["columns"] == [column] and info["index"]
-            and not info["unique"] and not info["primary_key"] and name not in PARTIAL.values()]
+    return [
+        name
+        for name, info in constraints.items()
+        if info["columns"] == [column]
+        and info["index"]
+        and not info["unique"]
+        and not info["primary_key"]
+        and name not in PARTIAL.values()
+    ]
 
 
 def index_where_set(apps, schema_editor):

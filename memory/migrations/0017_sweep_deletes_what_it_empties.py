@@ -16,7 +16,6 @@ def reinstall_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("memory", "0016_history_sparse_keys_indexed_where_set")]
 
     operations = [migrations.RunPython(reinstall_triggers, migrations.RunPython.noop)]

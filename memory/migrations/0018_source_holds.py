@@ -8,59 +8,130 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0017_sweep_deletes_what_it_empties'),
+        ("memory", "0017_sweep_deletes_what_it_empties"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HistoricalSourceHold',
+            name="HistoricalSourceHold",
             fields=[
-                ('id', models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name='ID')),
-                ('history_actor', models.CharField(blank=True, default='', max_length=200)),
-                ('history_note', models.CharField(blank=True, default='', max_length=500)),
-                ('scope', models.CharField(choices=[('session', 'session'), ('uri_prefix', 'source-address prefix')], max_length=16)),
-                ('key', models.CharField(help_text='Keyed fingerprint of the session id or the address prefix.', max_length=80)),
-                ('prefix_length', models.PositiveIntegerField(blank=True, help_text='Characters of the prefix (addresses only).', null=True)),
-                ('cause', models.CharField(choices=[('contaminated', 'contaminated session'), ('revoked', 'revoked source')], max_length=16)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('cleared_at', models.DateTimeField(blank=True, null=True)),
-                ('cleared_by', models.CharField(blank=True, help_text='Actor label: user:name.', max_length=200)),
-                ('history_id', models.AutoField(primary_key=True, serialize=False)),
-                ('history_date', models.DateTimeField(db_index=True)),
-                ('history_change_reason', models.CharField(max_length=100, null=True)),
-                ('history_type', models.CharField(choices=[('+', 'Created'), ('~', 'Changed'), ('-', 'Deleted')], max_length=1)),
-                ('history_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('raised_by', models.ForeignKey(blank=True, db_constraint=False, db_index=False, help_text='The write that raised it (id only).', null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.memoryrecord')),
-                ('tenant', models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='memory.tenant')),
+                ("id", models.BigIntegerField(auto_created=True, blank=True, db_index=True, verbose_name="ID")),
+                ("history_actor", models.CharField(blank=True, default="", max_length=200)),
+                ("history_note", models.CharField(blank=True, default="", max_length=500)),
+                (
+                    "scope",
+                    models.CharField(choices=[("session", "session"), ("uri_prefix", "source-address prefix")], max_length=16),
+                ),
+                ("key", models.CharField(help_text="Keyed fingerprint of the session id or the address prefix.", max_length=80)),
+                (
+                    "prefix_length",
+                    models.PositiveIntegerField(blank=True, help_text="Characters of the prefix (addresses only).", null=True),
+                ),
+                (
+                    "cause",
+                    models.CharField(
+                        choices=[("contaminated", "contaminated session"), ("revoked", "revoked source")], max_length=16
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("cleared_at", models.DateTimeField(blank=True, null=True)),
+                ("cleared_by", models.CharField(blank=True, help_text="Actor label: user:name.", max_length=200)),
+                ("history_id", models.AutoField(primary_key=True, serialize=False)),
+                ("history_date", models.DateTimeField(db_index=True)),
+                ("history_change_reason", models.CharField(max_length=100, null=True)),
+                ("history_type", models.CharField(choices=[("+", "Created"), ("~", "Changed"), ("-", "Deleted")], max_length=1)),
+                (
+                    "history_user",
+                    models.ForeignKey(
+                        null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "raised_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        help_text="The write that raised it (id only).",
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.memoryrecord",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        blank=True,
+                        db_constraint=False,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'historical source hold',
-                'verbose_name_plural': 'historical source holds',
-                'ordering': ('-history_date', '-history_id'),
-                'get_latest_by': ('history_date', 'history_id'),
+                "verbose_name": "historical source hold",
+                "verbose_name_plural": "historical source holds",
+                "ordering": ("-history_date", "-history_id"),
+                "get_latest_by": ("history_date", "history_id"),
             },
             bases=(simple_history.models.HistoricalChanges, models.Model),
         ),
         migrations.CreateModel(
-            name='SourceHold',
+            name="SourceHold",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('session', 'session'), ('uri_prefix', 'source-address prefix')], max_length=16)),
-                ('key', models.CharField(help_text='Keyed fingerprint of the session id or the address prefix.', max_length=80)),
-                ('prefix_length', models.PositiveIntegerField(blank=True, help_text='Characters of the prefix (addresses only).', null=True)),
-                ('cause', models.CharField(choices=[('contaminated', 'contaminated session'), ('revoked', 'revoked source')], max_length=16)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('cleared_at', models.DateTimeField(blank=True, null=True)),
-                ('cleared_by', models.CharField(blank=True, help_text='Actor label: user:name.', max_length=200)),
-                ('raised_by', models.ForeignKey(blank=True, db_index=False, help_text='The write that raised it (id only).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memory.memoryrecord')),
-                ('tenant', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scope",
+                    models.CharField(choices=[("session", "session"), ("uri_prefix", "source-address prefix")], max_length=16),
+                ),
+                ("key", models.CharField(help_text="Keyed fingerprint of the session id or the address prefix.", max_length=80)),
+                (
+                    "prefix_length",
+                    models.PositiveIntegerField(blank=True, help_text="Characters of the prefix (addresses only).", null=True),
+                ),
+                (
+                    "cause",
+                    models.CharField(
+                        choices=[("contaminated", "contaminated session"), ("revoked", "revoked source")], max_length=16
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("cleared_at", models.DateTimeField(blank=True, null=True)),
+                ("cleared_by", models.CharField(blank=True, help_text="Actor label: user:name.", max_length=200)),
+                (
+                    "raised_by",
+                    models.ForeignKey(
+                        blank=True,
+                        db_index=False,
+                        help_text="The write that raised it (id only).",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memory.memoryrecord",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('cleared_at__isnull', True)), fields=('tenant', 'scope', 'key'), name='source_hold_open_unique')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("cleared_at__isnull", True)),
+                        fields=("tenant", "scope", "key"),
+                        name="source_hold_open_unique",
+                    )
+                ],
             },
         ),
     ]

@@ -36,8 +36,12 @@ class ExportSummary:
     by_status: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
-        return {"tenant": self.tenant, "records": self.records, "tombstones": self.tombstones,
-                "by_status": dict(sorted(self.by_status.items()))}
+        return {
+            "tenant": self.tenant,
+            "records": self.records,
+            "tombstones": self.tombstones,
+            "by_status": dict(sorted(self.by_status.items())),
+        }
 
 
 def export_queryset(actor: Actor, tenant: Tenant, *, subject: str | None = None, statuses: Iterable[str] | None = None):
@@ -51,8 +55,14 @@ def export_queryset(actor: Actor, tenant: Tenant, *, subject: str | None = None,
     return records.order_by("subject", "created_at", "pk")
 
 
-def export_files(actor: Actor, tenant: Tenant, *, subject: str | None = None, statuses: Iterable[str] | None = None,
-                 summary: ExportSummary | None = None) -> Iterator[tuple[str, str]]:
+def export_files(
+    actor: Actor,
+    tenant: Tenant,
+    *,
+    subject: str | None = None,
+    statuses: Iterable[str] | None = None,
+    summary: ExportSummary | None = None,
+) -> Iterator[tuple[str, str]]:
     """(relative path, text) of every note of the selection, then `index.md`."""
     summary = summary if summary is not None else ExportSummary(tenant.slug)
     links = defaultdict(list)

@@ -80,9 +80,14 @@ class FileResult:
     messages: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "outcome": self.outcome, "source_id": self.source_id,
-                "record_id": str(self.record_id) if self.record_id else None, "status": self.status,
-                "messages": self.messages}
+        return {
+            "path": self.path,
+            "outcome": self.outcome,
+            "source_id": self.source_id,
+            "record_id": str(self.record_id) if self.record_id else None,
+            "status": self.status,
+            "messages": self.messages,
+        }
 
 
 OUTCOMES = ("imported", "already_imported", "skipped", "refused", "error")
@@ -168,13 +173,21 @@ def _candidate(result: FileResult, note: Note, *, now: datetime) -> _Candidate |
         _error(result, f"provenance.source_type: must be one of {', '.join(SourceType.values)}.")
         return None
     if "content_hash" in meta and meta["content_hash"] != content_digest(note.content):
-        _error(result, "The body does not match content_hash: the content was changed or cut since the export. "
-                       "To import an edited note on purpose, remove its content_hash line.")
+        _error(
+            result,
+            "The body does not match content_hash: the content was changed or cut since the export. "
+            "To import an edited note on purpose, remove its content_hash line.",
+        )
         return None
     original_version = provenance.get("source_version")
-    source_version = import_source_version(note.id, provenance["source_type"], original_version if isinstance(original_version, str) else None)
+    source_version = import_source_version(
+        note.id, provenance["source_type"], original_version if isinstance(original_version, str) else None
+    )
     if len(source_version) > SOURCE_VERSION_MAX_CHARS:
-        _error(result, f"provenance.source_version: too long to keep with the original id ({SOURCE_VERSION_MAX_CHARS} characters in all).")
+        _error(
+            result,
+            f"provenance.source_version: too long to keep with the original id ({SOURCE_VERSION_MAX_CHARS} characters in all).",
+        )
         return None
     try:
         supersedes = _uuid_or_none(meta.get("supersedes"))
@@ -190,7 +203,9 @@ def _candidate(result: FileResult, note: Note, *, now: datetime) -> _Candidate |
 
 def _write_body(candidate: _Candidate) -> dict[str, Any]:
     meta, provenance = candidate.note.meta, candidate.note.meta["provenance"]
-    body: dict[str, Any] = {name: meta[name] for name in ("kind", "subject", "purpose", "authority", "confidence") if name in meta}
+    body: dict[str, Any] = {
+        name: meta[name] for name in ("kind", "subject", "purpose", "authority", "confidence") if name in meta
+    }
     body["content"] = candidate.note.content
     body["provenance"] = {
         "source_type": SourceType.IMPORT.value,
@@ -213,8 +228,14 @@ def _problem(error: DomainError) -> str:
 # the import
 
 
-def import_notes(*, files: Iterable[tuple[str, bytes | OSError]], credential: AgentCredential | None = None,
-                 agent=None, trusted: bool = False, now: datetime | None = None) -> ImportReport:
+def import_notes(
+    *,
+    files: Iterable[tuple[str, bytes | OSError]],
+    credential: AgentCredential | None = None,
+    agent=None,
+    trusted: bool = False,
+    now: datetime | None = None,
+) -> ImportReport:
     """Import every file (relative path, bytes) as one agent; see the module doc. Writes with
     `credential`, or else with the agent's import credential (`import_credential`, trusted or not)."""
     now = now or timezone.now()
@@ -271,9 +292,15 @@ def _already_imported(agent, candidates: dict[uuid.UUID, _Candidate]) -> dict[uu
     versions = list(by_version)
     for start in range(0, len(versions), 1000):
         earlier = (
-            MemoryRecord.objects.filter(tenant_id=agent.tenant_id, agent=agent, source_type=SourceType.IMPORT,
-                                        source_version__in=versions[start:start + 1000])
-            .exclude(status=Status.FORGOTTEN).order_by("created_at").values_list("source_version", "pk")
+            MemoryRecord.objects.filter(
+                tenant_id=agent.tenant_id,
+                agent=agent,
+                source_type=SourceType.IMPORT,
+                source_version__in=versions[start : start + 1000],
+            )
+            .exclude(status=Status.FORGOTTEN)
+            .order_by("created_at")
+            .values_list("source_version", "pk")
         )
         for source_version, pk in earlier:
             original_id = by_version[source_version]
@@ -285,26 +312,32 @@ def _already_imported(agent, candidates: dict[uuid.UUID, _Candidate]) -> dict[uu
     return resolved
 
 
-def _write_in_waves(credential: AgentCredential, pending: dict[uuid.UUID, _Candidate], resolved: dict[uuid.UUID, uuid.UUID]) -> None:
+def _write_in_waves(
+    credential: AgentCredential, pending: dict[uuid.UUID, _Candidate], resolved: dict[uuid.UUID, uuid.UUID]
+) -> None:
     while pending:
         ready = [c for c in pending.values() if all(dep in resolved or dep not in pending for dep in c.depends_on)]
         if not ready:
             for candidate in pending.values():
-                _error(candidate.result, "Its supersedes / derived_from links form a cycle with other files: none of them imported.")
+                _error(
+                    candidate.result, "Its supersedes / derived_from links form a cycle with other files: none of them imported."
+                )
             return
         for candidate in ready:
             del pending[candidate.note.id]
         ready.sort(key=lambda c: (str(c.note.meta.get("created_at") or ""), str(c.note.id)))
         targets = {resolved[c.supersedes] for c in ready if c.supersedes in resolved}
-        state = {pk: (status, version) for pk, status, version in
-                 MemoryRecord.objects.filter(pk__in=targets).values_list("pk", "status", "version")}
+        state = {
+            pk: (status, version)
+            for pk, status, version in MemoryRecord.objects.filter(pk__in=targets).values_list("pk", "status", "version")
+        }
         writes: list[tuple[_Candidate, dict]] = []
         for candidate in ready:
             body = _linked_body(candidate, resolved, state)
             if body is not None:
                 writes.append((candidate, body))
         for start in range(0, len(writes), BATCH_MAX_ITEMS):
-            chunk = writes[start:start + BATCH_MAX_ITEMS]
+            chunk = writes[start : start + BATCH_MAX_ITEMS]
             outcomes = memory_write_batch(credential=credential, items=[body for _, body in chunk])
             for (candidate, _), outcome in zip(chunk, outcomes, strict=True):
                 if outcome.record is None:
@@ -321,8 +354,10 @@ def _linked_body(candidate: _Candidate, resolved: dict[uuid.UUID, uuid.UUID], st
     summary's source was not imported."""
     missing = [str(source) for source in candidate.derived_from if source not in resolved]
     if missing:
-        _error(candidate.result, f"Derived from records that were not imported ({', '.join(missing)}): "
-                                 "a summary is imported only with its sources.")
+        _error(
+            candidate.result,
+            f"Derived from records that were not imported ({', '.join(missing)}): a summary is imported only with its sources.",
+        )
         return None
     body = _write_body(candidate)
     if candidate.derived_from:
@@ -332,11 +367,13 @@ def _linked_body(candidate: _Candidate, resolved: dict[uuid.UUID, uuid.UUID], st
         status, version = state.get(target, (None, None))
         if target is None:
             candidate.result.messages.append(
-                f"Corrects {candidate.supersedes}, which was not imported: imported without the supersedes link.")
+                f"Corrects {candidate.supersedes}, which was not imported: imported without the supersedes link."
+            )
         elif status != Status.ACTIVE:
             candidate.result.messages.append(
                 f"Corrects {candidate.supersedes}, which is {status} here (a correction applies to an active record): "
-                "imported without the supersedes link.")
+                "imported without the supersedes link."
+            )
         else:
             body.update(supersedes=str(target), supersedes_version=version)
     return body
@@ -346,7 +383,7 @@ def _final_statuses(results: list[FileResult]) -> None:
     ids = [result.record_id for result in results if result.record_id]
     statuses = {}
     for start in range(0, len(ids), 1000):
-        statuses.update(MemoryRecord.objects.filter(pk__in=ids[start:start + 1000]).values_list("pk", "status"))
+        statuses.update(MemoryRecord.objects.filter(pk__in=ids[start : start + 1000]).values_list("pk", "status"))
     for result in results:
         if result.record_id:
             result.status = statuses.get(result.record_id)
@@ -365,11 +402,13 @@ def import_credential(agent, *, trusted: bool, purposes: Iterable[str]) -> Agent
     credential = (
         AgentCredential.objects.usable()
         .filter(agent=agent, label=label, can_import_trusted=trusted, can_assert_operator=True)
-        .order_by("created_at").first()
+        .order_by("created_at")
+        .first()
     )
     if credential is None:
-        credential, _ = AgentCredential.issue(agent=agent, purposes=sorted(purposes), label=label,
-                                              can_assert_operator=True, can_import_trusted=trusted)
+        credential, _ = AgentCredential.issue(
+            agent=agent, purposes=sorted(purposes), label=label, can_assert_operator=True, can_import_trusted=trusted
+        )
     elif not purposes <= set(credential.purposes):
         credential.purposes = sorted(set(credential.purposes) | purposes)
         credential.save(update_fields=["purposes"])

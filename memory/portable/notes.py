@@ -92,7 +92,8 @@ def live_front_matter(record: MemoryRecord, *, derived_from: list, superseded_by
         "derived_from": [str(source) for source in derived_from],
         "reviewed": (
             {"by": record.reviewed_by.get_username() if record.reviewed_by else None, "at": _iso(record.reviewed_at)}
-            if record.reviewed_at else None
+            if record.reviewed_at
+            else None
         ),
         "quarantine_reason": record.quarantine_reason or None,
         "content_hash": record.content_hash,
@@ -226,5 +227,5 @@ def parse_note(data: bytes) -> Note:
         uuid.UUID(str(meta.get("id")))
     except ValueError:
         raise NoteError("The front matter needs the record's id (a UUID).") from None
-    body = "".join(lines[end + 1:])
+    body = "".join(lines[end + 1 :])
     return Note(meta=meta, content=body[:-1] if body.endswith("\n") else body)

@@ -75,8 +75,9 @@ def _stamp() -> str:
 # request, build, promote
 
 
-def request_rebuild(*, name: str, recipe: dict | None = None, kind: str = IndexKind.LEXICAL,
-                    actor: str = "system") -> SearchIndex:
+def request_rebuild(
+    *, name: str, recipe: dict | None = None, kind: str = IndexKind.LEXICAL, actor: str = "system"
+) -> SearchIndex:
     """The index `rebuild_index NAME` builds, in status `building` (see the module docstring).
     `recipe` replaces the recipe (validated and completed); without it the index keeps its own,
     and a new index takes the active one's (or the default)."""
@@ -94,13 +95,27 @@ def request_rebuild(*, name: str, recipe: dict | None = None, kind: str = IndexK
             new_recipe = complete_recipe(kind, recipe if recipe is not None else existing.recipe)
             if existing.status == IndexStatus.CANDIDATE:
                 storage.drop_storage(existing.storage_name)
-            return _set(existing, reason="index.rebuild", actor=actor, status=IndexStatus.BUILDING, recipe=new_recipe,
-                        inputs={}, coverage=None, built_at=None, report={})
+            return _set(
+                existing,
+                reason="index.rebuild",
+                actor=actor,
+                status=IndexStatus.BUILDING,
+                recipe=new_recipe,
+                inputs={},
+                coverage=None,
+                built_at=None,
+                report={},
+            )
         base = existing or SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
         new_recipe = complete_recipe(kind, recipe if recipe is not None else (base.recipe if base else None))
         new_name = f"{SUCCESSOR.sub('', name)}-r{_stamp()}" if existing is not None else name
-        index = SearchIndex(name=new_name, kind=kind, recipe=new_recipe, status=IndexStatus.BUILDING,
-                            report={"replaces": existing.name} if existing is not None else {})
+        index = SearchIndex(
+            name=new_name,
+            kind=kind,
+            recipe=new_recipe,
+            status=IndexStatus.BUILDING,
+            report={"replaces": existing.name} if existing is not None else {},
+        )
         index._change_reason, index._history_actor = "index.create", actor
         try:
             with transaction.atomic():
@@ -123,14 +138,26 @@ def build_index(index_id: int, *, actor: str = "system", encode=None) -> SearchI
     except Exception as exc:
         logger.exception("index build failed", extra={"index": index.name})
         storage.drop_storage(index.storage_name)
-        _set(index, reason="index.build_failed", actor=actor, status=IndexStatus.RETIRED,
-             report={**index.report, "build": {"error": type(exc).__name__}})
+        _set(
+            index,
+            reason="index.build_failed",
+            actor=actor,
+            status=IndexStatus.RETIRED,
+            report={**index.report, "build": {"error": type(exc).__name__}},
+        )
         raise
     eligible = MemoryRecord.objects.filter(status=Status.ACTIVE).count()
     build = {"records": held, "seconds": round(time.monotonic() - started, 3), "database": connection.vendor}
-    return _set(index, reason="index.build", actor=actor, status=IndexStatus.CANDIDATE, built_at=timezone.now(),
-                inputs={"records": held, "up_to": up_to.isoformat()},
-                coverage=min(1.0, held / eligible) if eligible else 1.0, report={**index.report, "build": build})
+    return _set(
+        index,
+        reason="index.build",
+        actor=actor,
+        status=IndexStatus.CANDIDATE,
+        built_at=timezone.now(),
+        inputs={"records": held, "up_to": up_to.isoformat()},
+        coverage=min(1.0, held / eligible) if eligible else 1.0,
+        report={**index.report, "build": build},
+    )
 
 
 def _build_storage(index: SearchIndex, *, encode=None) -> int:
@@ -167,8 +194,12 @@ def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex,
         locked = {i.pk: i for i in SearchIndex.objects.select_for_update().filter(kind=candidate.kind).order_by("pk")}
         candidate = locked[candidate.pk]
         current = next((i for i in locked.values() if i.status == IndexStatus.ACTIVE), None)
-        promotion = {"passed": passed, "gates": gates, "against": active.name if active else None,
-                     "decided_at": decided_at.isoformat()}
+        promotion = {
+            "passed": passed,
+            "gates": gates,
+            "against": active.name if active else None,
+            "decided_at": decided_at.isoformat(),
+        }
         if candidate.status != IndexStatus.CANDIDATE:
             return candidate, candidate.status == IndexStatus.ACTIVE
         if (current.pk if current else None) != (active.pk if active else None):
@@ -178,12 +209,22 @@ def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex,
             _set(candidate, reason="index.gates_failed", actor=actor, report={**candidate.report, "promotion": promotion})
             return candidate, False
         if current is not None:
-            _set(current, reason="index.retire", actor=actor, status=IndexStatus.RETIRED,
-                 report={**current.report, "retired_by": candidate.name})
+            _set(
+                current,
+                reason="index.retire",
+                actor=actor,
+                status=IndexStatus.RETIRED,
+                report={**current.report, "retired_by": candidate.name},
+            )
             name = current.storage_name
             transaction.on_commit(lambda: storage.drop_storage(name))
-        _set(candidate, reason="index.promote", actor=actor, status=IndexStatus.ACTIVE,
-             report={**candidate.report, "promotion": promotion})
+        _set(
+            candidate,
+            reason="index.promote",
+            actor=actor,
+            status=IndexStatus.ACTIVE,
+            report={**candidate.report, "promotion": promotion},
+        )
     return candidate, True
 
 
@@ -198,12 +239,12 @@ def retire_index(name: str, *, actor: str = "system") -> SearchIndex:
         if index.status == IndexStatus.RETIRED:
             return index
         if index.status == IndexStatus.ACTIVE and index.kind == IndexKind.LEXICAL:
-            raise Conflict("The active lexical index cannot be retired: recall needs one. Rebuild it to replace it.",
-                           code="index_required")
+            raise Conflict(
+                "The active lexical index cannot be retired: recall needs one. Rebuild it to replace it.", code="index_required"
+            )
         if index.status == IndexStatus.BUILDING:
             raise Conflict(f"Index '{name}' is being built; retire it once it is a candidate.", code="index_building")
-        _set(index, reason="index.retire", actor=actor, status=IndexStatus.RETIRED,
-             report={**index.report, "retired_by": actor})
+        _set(index, reason="index.retire", actor=actor, status=IndexStatus.RETIRED, report={**index.report, "retired_by": actor})
         storage_name = index.storage_name
         transaction.on_commit(lambda: storage.drop_storage(storage_name))
     return index
@@ -217,8 +258,13 @@ def build_and_promote(index_id: int, *, actor: str = "system") -> SearchIndex:
 
 def index_summary(index: SearchIndex) -> dict:
     return {
-        "name": index.name, "kind": index.kind, "status": index.status, "recipe": index.recipe, "inputs": index.inputs,
-        "coverage": index.coverage, "built_at": index.built_at.isoformat() if index.built_at else None,
+        "name": index.name,
+        "kind": index.kind,
+        "status": index.status,
+        "recipe": index.recipe,
+        "inputs": index.inputs,
+        "coverage": index.coverage,
+        "built_at": index.built_at.isoformat() if index.built_at else None,
         "promotion": {k: v for k, v in index.report.get("promotion", {}).items() if k != "gates"} or None,
     }
 
@@ -253,9 +299,21 @@ def ensure_active_index(kind: str = IndexKind.LEXICAL) -> SearchIndex:
         index.save()
         build_index(index.pk)
         index.refresh_from_db()
-        return _set(index, reason="index.bootstrap", actor="system", status=IndexStatus.ACTIVE,
-                    report={**index.report, "promotion": {"passed": True, "gates": {}, "against": None,
-                                                          "note": "First index of its kind: nothing to compare with."}})
+        return _set(
+            index,
+            reason="index.bootstrap",
+            actor="system",
+            status=IndexStatus.ACTIVE,
+            report={
+                **index.report,
+                "promotion": {
+                    "passed": True,
+                    "gates": {},
+                    "against": None,
+                    "note": "First index of its kind: nothing to compare with.",
+                },
+            },
+        )
 
 
 def serving_index(index: SearchIndex | str | None = None, *, kind: str = IndexKind.LEXICAL) -> SearchIndex:

@@ -58,12 +58,20 @@ def fuse(lexical: Iterator[Ranked], similarity: Similarity, *, now: datetime) ->
     # record id -> (bm25, cosine or None while its vector is pending, priors, confirmed)
     pool: dict[uuid.UUID, tuple[float, float | None, dict, float]] = {}
     for row in head:
-        pool[row.record_id] = (row.parts["lexical"], similarity.cosine(row.record_id),
-                               {name: row.parts[name] for name in PRIORS}, row.confirmed)
+        pool[row.record_id] = (
+            row.parts["lexical"],
+            similarity.cosine(row.record_id),
+            {name: row.parts[name] for name in PRIORS},
+            row.confirmed,
+        )
     for hit in similarity.top[:DEPTH]:
         if hit.record_id not in pool:
-            pool[hit.record_id] = (0.0, hit.cosine, priors(hit.authority, hit.confidence, hit.confirmed_at, now),
-                                   hit.confirmed_at.timestamp())
+            pool[hit.record_id] = (
+                0.0,
+                hit.cosine,
+                priors(hit.authority, hit.confidence, hit.confirmed_at, now),
+                hit.confirmed_at.timestamp(),
+            )
     best = max(bm25 for bm25, _, _, _ in pool.values()) or 1.0
     cosines = [cosine for _, cosine, _, _ in pool.values() if cosine is not None]
     low, spread = min(cosines), (max(cosines) - min(cosines)) or 1.0
@@ -77,5 +85,6 @@ def fuse(lexical: Iterator[Ranked], similarity: Similarity, *, now: datetime) ->
     for row in lexical:
         if row.record_id not in pool:
             cosine = similarity.cosine(row.record_id) or 0.0
-            yield _row(row.record_id, row.parts["lexical"], cosine, 0.0, {name: row.parts[name] for name in PRIORS},
-                       row.confirmed)
+            yield _row(
+                row.record_id, row.parts["lexical"], cosine, 0.0, {name: row.parts[name] for name in PRIORS}, row.confirmed
+            )

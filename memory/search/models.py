@@ -41,16 +41,19 @@ class SearchIndex(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=IndexKind.choices, default=IndexKind.LEXICAL)
     recipe = models.JSONField(
-        default=dict, help_text="How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, "
-                                "version and dimensions (semantic).",
+        default=dict,
+        help_text="How the index is built: analyser, stemmer, stop words, k1 and b (lexical); model, "
+        "version and dimensions (semantic).",
     )
     inputs = models.JSONField(
-        default=dict, help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by '
-                                "triggers.",
+        default=dict,
+        help_text='Which records it was built from: {"records": N, "up_to": time}. Kept current since by triggers.',
     )
     status = models.CharField(max_length=16, choices=IndexStatus.choices, default=IndexStatus.BUILDING)
     coverage = models.FloatField(
-        null=True, blank=True, help_text="Share of the recallable (active) records the index held when built, 0 to 1.",
+        null=True,
+        blank=True,
+        help_text="Share of the recallable (active) records the index held when built, 0 to 1.",
     )
     report = models.JSONField(default=dict, blank=True, help_text="Build figures and promotion gate reports.")
     created_at = models.DateTimeField(default=timezone.now)
@@ -64,11 +67,15 @@ class SearchIndex(models.Model):
         ordering = ["kind", "-created_at"]
         verbose_name_plural = "search indexes"
         constraints = [
-            models.UniqueConstraint(fields=["kind"], condition=Q(status=IndexStatus.ACTIVE), name="search_index_one_active_per_kind"),
+            models.UniqueConstraint(
+                fields=["kind"], condition=Q(status=IndexStatus.ACTIVE), name="search_index_one_active_per_kind"
+            ),
             models.CheckConstraint(condition=Q(status__in=IndexStatus.values), name="search_index_status_valid"),
             models.CheckConstraint(condition=Q(kind__in=IndexKind.values), name="search_index_kind_valid"),
-            models.CheckConstraint(condition=Q(coverage__isnull=True) | (Q(coverage__gte=0) & Q(coverage__lte=1)),
-                                   name="search_index_coverage_in_unit_range"),
+            models.CheckConstraint(
+                condition=Q(coverage__isnull=True) | (Q(coverage__gte=0) & Q(coverage__lte=1)),
+                name="search_index_coverage_in_unit_range",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -80,7 +80,9 @@ COMMON_SHARE = 0.25  # PostgreSQL: a term in this share of the scope's records i
 SMALL_SCOPE = 500  # PostgreSQL: a scope this small is scored whole, in one statement
 SUBSET_TERMS = 6  # PostgreSQL: up to this many rarer terms, one source per combination of them (else per term)
 WALK_SHARE = 0.25  # PostgreSQL: the walk of the one-term sets reads at most this share of their records
-SEVERAL_WHOLE = 5000  # PostgreSQL: records expected (terms independent) to hold two rarer terms, at most, to find them in one statement
+SEVERAL_WHOLE = (
+    5000  # PostgreSQL: records expected (terms independent) to hold two rarer terms, at most, to find them in one statement
+)
 NARROW_COUNTED = 20_000  # PostgreSQL: a subject or kinds scope this small counts df where it scores
 # PostgreSQL: what the statements read of an index row: every column but the tsvector, which only
 # the GIN index needs (carried through the counted statement's materialized scan of a subject's
@@ -259,6 +261,8 @@ def tf_part_sql(tf: str, doclen: str, real: str = "") -> str:
 def term_score(weight: float, tf: float, *, k1: float, b: float, doclen: float, avgdl: float) -> float:
     """One term's BM25 part in Python (tf > 0): `weight` (its idf) times `tf_part_sql`'s value."""
     return weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * doclen / avgdl))
+
+
 ORDER_SQL = "ORDER BY lexical + authority + confidence + recency DESC, lexical DESC, confirmed_at DESC, record_id"
 
 
@@ -270,8 +274,7 @@ def _rows(sql: str, params: dict) -> list[tuple]:
 
 def _ranked(row: tuple) -> Ranked:
     record_id, lexical, authority, confidence, recency, confirmed_at = row[:6]
-    parts = {"lexical": float(lexical), "authority": float(authority), "confidence": float(confidence),
-             "recency": float(recency)}
+    parts = {"lexical": float(lexical), "authority": float(authority), "confidence": float(confidence), "recency": float(recency)}
     if isinstance(confirmed_at, str):  # SQLite keeps UTC times as text
         confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=UTC)
     if isinstance(confirmed_at, datetime):
@@ -285,9 +288,14 @@ def _params(index: SearchIndex, scope: Scope, **extra) -> dict:
     """Every query's parameters; scalars only (SQLite's query logging quotes each one), so the
     PostgreSQL queries add the kinds array themselves."""
     return {
-        "tenant": scope.tenant_id, "agent": scope.agent_id, "purpose": scope.purpose, "subject": scope.subject,
+        "tenant": scope.tenant_id,
+        "agent": scope.agent_id,
+        "purpose": scope.purpose,
+        "subject": scope.subject,
         "now": connection.ops.adapt_datetimefield_value(scope.now),
-        "k1": float(index.recipe["k1"]), "b": float(index.recipe["b"]), **extra,
+        "k1": float(index.recipe["k1"]),
+        "b": float(index.recipe["b"]),
+        **extra,
     }
 
 
@@ -295,8 +303,11 @@ def priors(authority: str, confidence: float, confirmed_at: datetime, now: datet
     """The three priors of one record, as the SQL below computes them (for rows that come from
     outside the lexical ranking: the semantic index's)."""
     days = max(0.0, (now - confirmed_at).total_seconds() / 86400.0)
-    return {"authority": AUTHORITY_WEIGHT.get(authority, 0.0), "confidence": CONFIDENCE_WEIGHT * confidence,
-            "recency": 0.5 ** (days / RECENCY_HALF_LIFE_DAYS)}
+    return {
+        "authority": AUTHORITY_WEIGHT.get(authority, 0.0),
+        "confidence": CONFIDENCE_WEIGHT * confidence,
+        "recency": 0.5 ** (days / RECENCY_HALF_LIFE_DAYS),
+    }
 
 
 # Added to every bound: a score and its bound are sums of the same parts in another order, so in
@@ -326,15 +337,17 @@ def _any(lexemes: Sequence[str]) -> str:
 
 class _Postgres:
     # date_part, not extract: the same float8 (extract computes a numeric first, three times slower).
-    RECENCY = (f"power(0.5::float8, greatest(0.0, date_part('epoch', %(now)s - d.confirmed_at) / 86400.0) "
-               f"/ {RECENCY_HALF_LIFE_DAYS!r})")
+    RECENCY = (
+        f"power(0.5::float8, greatest(0.0, date_part('epoch', %(now)s - d.confirmed_at) / 86400.0) / {RECENCY_HALF_LIFE_DAYS!r})"
+    )
     PAGE = 500  # rows the priors-only walk reads at a time
     PAGE_BEST = 50  # rows of a page loaded at first: its best (the rest when the walk needs them)
 
     def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
-        rows = _rows("SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(text)s)) "
-                     "ORDER BY positions[1] NULLS LAST, lexeme",
-                     {"config": recipe["analyser"]["postgresql"], "text": text})
+        rows = _rows(
+            "SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(text)s)) ORDER BY positions[1] NULLS LAST, lexeme",
+            {"config": recipe["analyser"]["postgresql"], "text": text},
+        )
         # The `english` configuration drops stop words itself; `simple` leaves the words as they
         # are, so the recipe's list applies to them here.
         drop = stop_words(recipe) if recipe["analyser"]["postgresql"] == "simple" else frozenset()
@@ -360,8 +373,10 @@ class _Postgres:
 
     @staticmethod
     def _timely(alias: str = "d") -> str:
-        return (f"{alias}.expires_at > %(now)s AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(now)s)"
-                f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(now)s)")
+        return (
+            f"{alias}.expires_at > %(now)s AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(now)s)"
+            f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(now)s)"
+        )
 
     def _params(self, index: SearchIndex, scope: Scope, **extra) -> dict:
         return _params(index, scope, kinds=list(scope.kind_ids or ()), **extra)
@@ -370,11 +385,15 @@ class _Postgres:
         # confirmed_at as seconds since the epoch (a float8 holds every microsecond of this era
         # exactly, so the order is the same): thousands of rows a recall, and a timestamp costs
         # far more to load in Python than a float.
-        return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
-                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, "
-                f"date_part('epoch', d.confirmed_at) AS confirmed_at")
+        return (
+            f"d.record_id, {lexical} AS lexical, {_authority_sql('d', '::float8')} AS authority, "
+            f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, "
+            f"date_part('epoch', d.confirmed_at) AS confirmed_at"
+        )
 
-    def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int | None, int | None]]]:
+    def collection(
+        self, index: SearchIndex, scope: Scope, words: list[str]
+    ) -> tuple[Statistics, list[tuple[int | None, int | None]]]:
         """The scope's statistics and, per word, (df, highest tf), in one statement: N, avgdl and
         the priors' bound from the statistics table; across a purpose df from the terms table;
         within a subject or kinds, where the purpose has the term at all, None (counted by the
@@ -383,8 +402,12 @@ class _Postgres:
         bound for any narrower scope."""
         name = index.storage_name
         narrowed = scope.subject is not None or scope.kind_ids is not None
-        df = (f"CASE WHEN t.docs IS NULL THEN 0 WHEN st.docs <= {int(NARROW_COUNTED)} THEN NULL "
-              f"ELSE (SELECT count(*) FROM {name} d WHERE d.vector @@ u.q) END" if narrowed else "coalesce(t.docs, 0)")
+        df = (
+            f"CASE WHEN t.docs IS NULL THEN 0 WHEN st.docs <= {int(NARROW_COUNTED)} THEN NULL "
+            f"ELSE (SELECT count(*) FROM {name} d WHERE d.vector @@ u.q) END"
+            if narrowed
+            else "coalesce(t.docs, 0)"
+        )
         scope_query = self._scope_tsquery(scope)
         rows = _rows(
             f"SELECT st.docs, st.words, st.authorities, st.max_confidence, {df}, t.max_tf "
@@ -394,11 +417,15 @@ class _Postgres:
             f"LEFT JOIN LATERAL unnest(%(words)s::text[], %(queries)s::tsquery[]) WITH ORDINALITY AS u(w, q, n) ON true "
             f"LEFT JOIN {name}_terms t ON t.tenant_id = %(tenant)s AND t.agent_id = %(agent)s AND t.purpose = %(purpose)s "
             f"AND t.lexeme = u.w ORDER BY u.n",
-            self._params(index, scope, words=words, queries=[f"{scope_query} & {_tsquery_lexeme(word)}" for word in words]))
+            self._params(index, scope, words=words, queries=[f"{scope_query} & {_tsquery_lexeme(word)}" for word in words]),
+        )
         docs, total_words, bits, max_confidence = rows[0][:4]
         authorities = [name for name, bit in storage.AUTHORITY_BITS.items() if int(bits) & bit]
-        stats = Statistics(records=int(docs), avgdl=(int(total_words) / int(docs)) if docs else 0.0,
-                           prior_bound=_prior_bound(authorities, max_confidence))
+        stats = Statistics(
+            records=int(docs),
+            avgdl=(int(total_words) / int(docs)) if docs else 0.0,
+            prior_bound=_prior_bound(authorities, max_confidence),
+        )
         return stats, [(None if count is None else int(count), max_tf) for *_, count, max_tf in rows] if words else []
 
     def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[Term]) -> list[Source]:
@@ -440,7 +467,7 @@ class _Postgres:
             return [Source(math.inf, self._step(index, scope, stats, words, idfs, (), ()))]
         rare = [term for term in ordered if term.df < COMMON_SHARE * stats.records]
         bounds = [term_bound(weight, term.max_tf, k1=k1, b=b, avgdl=avgdl) for weight, term in zip(idfs, ordered, strict=True)]
-        common_bound = sum(bounds[len(rare):])
+        common_bound = sum(bounds[len(rare) :])
         sources = []
 
         def source(include: Sequence[int], exclude: Sequence[int], lexical_bound: float) -> Source:
@@ -449,21 +476,27 @@ class _Postgres:
         none_query = self._subset_query(words, (), range(len(rare)))
 
         def none_walk(after: tuple | None = None) -> Source:
-            return Source(common_bound + stats.prior_bound,
-                          lambda: self._by_priors(index, scope, stats, words, idfs, none_query, common_bound, after=after))
+            return Source(
+                common_bound + stats.prior_bound,
+                lambda: self._by_priors(index, scope, stats, words, idfs, none_query, common_bound, after=after),
+            )
 
         if len(rare) > SUBSET_TERMS:
             for i in range(len(rare)):
                 sources.append(source([i], range(i), sum(bounds[i:])))
             return [*sources, none_walk()]
-        several = " | ".join(f"({_tsquery_lexeme(words[i])} & {_tsquery_lexeme(words[j])})"
-                             for i, j in combinations(range(len(rare)), 2))
+        several = " | ".join(
+            f"({_tsquery_lexeme(words[i])} & {_tsquery_lexeme(words[j])})" for i, j in combinations(range(len(rare)), 2)
+        )
         if several and _expected_several([term.df / stats.records for term in rare]) * stats.records <= SEVERAL_WHOLE:
             # Few records are expected to hold two of the rarer terms: one statement finds them
             # all (one pass over the terms' postings, where a statement per combination makes one
             # each, 10 ms apiece for the common words of a large purpose, often to find none).
-            sources.append(Source(sum(bounds) + stats.prior_bound,
-                                  self._step(index, scope, stats, words, idfs, (), (), query=f"({several})")))
+            sources.append(
+                Source(
+                    sum(bounds) + stats.prior_bound, self._step(index, scope, stats, words, idfs, (), (), query=f"({several})")
+                )
+            )
         else:
             for size in range(2, len(rare) + 1):
                 for include in combinations(range(len(rare)), size):
@@ -478,18 +511,35 @@ class _Postgres:
             rest = [Source(max(row.score for row in pending) + BOUND_SLACK, lambda: iter(pending))] if pending else []
             for j in range(len(rare)):
                 others = [k for k in range(len(rare)) if k != j]
-                rest.append(Source(bounds[j] + common_bound + stats.prior_bound,
-                                   self._step(index, scope, stats, words, idfs, (j,), others, before=after)))
+                rest.append(
+                    Source(
+                        bounds[j] + common_bound + stats.prior_bound,
+                        self._step(index, scope, stats, words, idfs, (j,), others, before=after),
+                    )
+                )
             return merge([*rest, none_walk(after)])
 
         # The records holding at most one of the rarer terms: walked by their priors first, given up
         # for `whole` once the walk has read WALK_SHARE of what scoring those sets would read, or
         # once its bound shows it cannot yield a row before reading them all.
-        lexical_bound = max(bounds[:len(rare)]) + common_bound
+        lexical_bound = max(bounds[: len(rare)]) + common_bound
         budget = max(self.PAGE, int(WALK_SHARE * sum(term.df for term in rare)))
-        sources.append(Source(lexical_bound + stats.prior_bound, lambda: self._by_priors(
-            index, scope, stats, words, idfs, f"!({several})" if several else "", lexical_bound, budget=budget,
-            give_up=whole)))
+        sources.append(
+            Source(
+                lexical_bound + stats.prior_bound,
+                lambda: self._by_priors(
+                    index,
+                    scope,
+                    stats,
+                    words,
+                    idfs,
+                    f"!({several})" if several else "",
+                    lexical_bound,
+                    budget=budget,
+                    give_up=whole,
+                ),
+            )
+        )
         return sources
 
     def _counted_sources(self, index: SearchIndex, scope: Scope, stats: Statistics, words: list[str]) -> list[Source]:
@@ -502,8 +552,10 @@ class _Postgres:
         if stats.records <= SMALL_SCOPE:
             return [Source(math.inf, self._counted(index, scope, stats, words, every=True))]
         rest = f"!{_any(words)}"
-        return [Source(math.inf, self._counted(index, scope, stats, words, every=False)),
-                Source(stats.prior_bound, lambda: self._by_priors(index, scope, stats, [], [], rest, 0.0))]
+        return [
+            Source(math.inf, self._counted(index, scope, stats, words, every=False)),
+            Source(stats.prior_bound, lambda: self._by_priors(index, scope, stats, [], [], rest, 0.0)),
+        ]
 
     def _counted(self, index, scope, stats, words: list[str], *, every: bool) -> Callable[[], Iterator[Ranked]]:
         """The scope's records holding any of `words` (`every`: all its records), in rank order,
@@ -512,14 +564,21 @@ class _Postgres:
         are read regardless of time and only the timely ones ranked."""
         query = self._scope_tsquery(scope) + ("" if every else f" & {_any(words)}")
         counts, lexical, terms = self._lexical(words, tfs="d", weights=[f"c.w{j}" for j in range(len(words))])
-        weights = ", ".join(f"ln(1 + (%(n)s::float8 - count(t{j}) + 0.5::float8) / (count(t{j}) + 0.5::float8)) AS w{j}"
-                            for j in range(len(words))) or "1 AS w"
-        sql = (f"WITH m AS MATERIALIZED (SELECT d.record_id, d.doclen, d.authority, d.confidence, d.confirmed_at, "
-               f"{self._timely()} AS timely, {counts} "
-               f"FROM {self._matching(index)} WHERE {self._where(scope, timely=False)}), "
-               f"c AS MATERIALIZED (SELECT {weights} FROM m) "
-               f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM m d CROSS JOIN c WHERE d.timely OFFSET 0) ranked "
-               f"{ORDER_SQL} LIMIT %(limit)s")
+        weights = (
+            ", ".join(
+                f"ln(1 + (%(n)s::float8 - count(t{j}) + 0.5::float8) / (count(t{j}) + 0.5::float8)) AS w{j}"
+                for j in range(len(words))
+            )
+            or "1 AS w"
+        )
+        sql = (
+            f"WITH m AS MATERIALIZED (SELECT d.record_id, d.doclen, d.authority, d.confidence, d.confirmed_at, "
+            f"{self._timely()} AS timely, {counts} "
+            f"FROM {self._matching(index)} WHERE {self._where(scope, timely=False)}), "
+            f"c AS MATERIALIZED (SELECT {weights} FROM m) "
+            f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM m d CROSS JOIN c WHERE d.timely OFFSET 0) ranked "
+            f"{ORDER_SQL} LIMIT %(limit)s"
+        )
 
         def fetch(limit: int) -> list[Ranked]:
             params = self._params(index, scope, query=query, n=stats.records, avgdl=stats.avgdl or 1.0, limit=limit, **terms)
@@ -539,23 +598,36 @@ class _Postgres:
     def _subset_query(words: list[str], include: Sequence[int], exclude: Sequence[int]) -> str:
         """The records containing every term of `include` and none of `exclude`, as a tsquery
         ("": every record)."""
-        return " & ".join([*(_tsquery_lexeme(words[j]) for j in include),
-                           *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])])
+        return " & ".join(
+            [*(_tsquery_lexeme(words[j]) for j in include), *([f"!{_any([words[j] for j in exclude])}"] if exclude else [])]
+        )
 
     KEYSET = "(d.confirmed_at, d.record_id) < (%(after_at)s::timestamptz, %(after_id)s::uuid)"  # older than a walk's position
     FROM_KEYSET = "(d.confirmed_at, d.record_id) >= (%(last_at)s::timestamptz, %(last_id)s::uuid)"  # down to a page's last row
 
-    def _step(self, index, scope, stats, words, idfs, include: Sequence[int], exclude: Sequence[int],
-              before: tuple | None = None, query: str = "") -> Callable[[], Iterator[Ranked]]:
+    def _step(
+        self,
+        index,
+        scope,
+        stats,
+        words,
+        idfs,
+        include: Sequence[int],
+        exclude: Sequence[int],
+        before: tuple | None = None,
+        query: str = "",
+    ) -> Callable[[], Iterator[Ranked]]:
         """The scope's records containing every term of `include` and none of `exclude` (indexes
         into `words`) and matching `query` (a tsquery, if given), scored on all the words, in rank
         order; only those older than a walk's position `before` ((confirmed_at as text, record
         id)), if given."""
         query = " & ".join(filter(None, [self._scope_tsquery(scope), self._subset_query(words, include, exclude), query]))
         counts, lexical, terms = self._lexical(words, idfs)
-        sql = (f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {self._matching(index)} "
-               f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f WHERE {self._where(scope)}"
-               f"{f' AND {self.KEYSET}' if before else ''} OFFSET 0) ranked {ORDER_SQL} LIMIT %(limit)s")
+        sql = (
+            f"SELECT ranked.* FROM (SELECT {self._select(lexical)} FROM {self._matching(index)} "
+            f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f WHERE {self._where(scope)}"
+            f"{f' AND {self.KEYSET}' if before else ''} OFFSET 0) ranked {ORDER_SQL} LIMIT %(limit)s"
+        )
         position = {"after_at": before[0], "after_id": before[1]} if before else {}
 
         def fetch(limit: int) -> list[Ranked]:
@@ -564,22 +636,38 @@ class _Postgres:
 
         return lambda: paged(fetch)
 
-    def _lexical(self, words: list[str], idfs: Sequence[float] = (), *, tfs: str = "f",
-                 weights: Sequence[str] | None = None) -> tuple[str, str, dict]:
+    def _lexical(
+        self, words: list[str], idfs: Sequence[float] = (), *, tfs: str = "f", weights: Sequence[str] | None = None
+    ) -> tuple[str, str, dict]:
         """(the columns reading each term's tf from the record's lexeme -> occurrences map, the BM25
         sum over them, as SQL over `d` and those columns under the alias `tfs` (its lateral `f`);
         their parameters). Each term's idf is `idfs` (bound) or, given, the SQL of `weights`."""
         weights = weights if weights is not None else [f"%(idf{j})s" for j in range(len(words))]
         counts = ", ".join(f"(d.tf ->> %(w{j})s)::float8 AS t{j}" for j in range(len(words))) or "1 AS t"
-        lexical = " + ".join(f"(CASE WHEN {tfs}.t{j} > 0 THEN {weights[j]} * "
-                             f"{tf_part_sql(f'{tfs}.t{j}', 'd.doclen', '::float8')} ELSE 0 END)"
-                             for j in range(len(words))) or "0.0::float8"
+        lexical = (
+            " + ".join(
+                f"(CASE WHEN {tfs}.t{j} > 0 THEN {weights[j]} * {tf_part_sql(f'{tfs}.t{j}', 'd.doclen', '::float8')} ELSE 0 END)"
+                for j in range(len(words))
+            )
+            or "0.0::float8"
+        )
         params = {**{f"w{j}": word for j, word in enumerate(words)}, **{f"idf{j}": weight for j, weight in enumerate(idfs)}}
         return counts, lexical, params
 
-    def _by_priors(self, index, scope, stats, words, idfs, query: str, lexical_bound: float, *, after: tuple | None = None,
-                   budget: int | None = None,
-                   give_up: Callable[[tuple, list[Ranked]], Iterator[Ranked]] | None = None) -> Iterator[Ranked]:
+    def _by_priors(
+        self,
+        index,
+        scope,
+        stats,
+        words,
+        idfs,
+        query: str,
+        lexical_bound: float,
+        *,
+        after: tuple | None = None,
+        budget: int | None = None,
+        give_up: Callable[[tuple, list[Ranked]], Iterator[Ranked]] | None = None,
+    ) -> Iterator[Ranked]:
         """The scope's records matching `query` (a tsquery; "": all), best first: walked
         newest-confirmed first (from after the position `after`, if given), a page at a time,
         each scored on all the words; a row is yielded once no unread row (confirmed no later than
@@ -596,9 +684,11 @@ class _Postgres:
             # plan the planner may otherwise pick when its estimates are off).
             where += " AND coalesce(d.vector @@ %(query)s::tsquery, false)"
         counts, lexical, terms = self._lexical(words, idfs)
-        rows_sql = (f"SELECT {self._select(lexical)}, d.confirmed_at AS at FROM {index.storage_name} d "
-                    f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
-                    f"WHERE {where}{{range}} ORDER BY d.confirmed_at DESC, d.record_id DESC")
+        rows_sql = (
+            f"SELECT {self._select(lexical)}, d.confirmed_at AS at FROM {index.storage_name} d "
+            f"CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) f "
+            f"WHERE {where}{{range}} ORDER BY d.confirmed_at DESC, d.record_id DESC"
+        )
         # What Python loads of a row: the id as text (only the rows yielded become UUIDs, in
         # `_ranked`), and confirmed_at as text too, which with the id is a page's keyset.
         loaded = "p.record_id::text, p.lexical, p.authority, p.confidence, p.recency, p.confirmed_at, p.at::text"
@@ -606,9 +696,11 @@ class _Postgres:
         # read only if the walk needs them), its last row (the walk's position) and how many it
         # read: most of a page is never yielded, and loading 500 rows into Python cost more than
         # reading them. (Top-N sorts of the page: a full sort of it cost as much as reading it.)
-        page_sql = (f"WITH p AS MATERIALIZED ({rows_sql} LIMIT %(limit)s) "
-                    f"(SELECT {loaded}, (SELECT count(*) FROM p), false FROM p {ORDER_SQL} LIMIT %(best)s + 1) UNION ALL "
-                    f"(SELECT {loaded}, (SELECT count(*) FROM p), true FROM p ORDER BY p.at, p.record_id LIMIT 1)")
+        page_sql = (
+            f"WITH p AS MATERIALIZED ({rows_sql} LIMIT %(limit)s) "
+            f"(SELECT {loaded}, (SELECT count(*) FROM p), false FROM p {ORDER_SQL} LIMIT %(best)s + 1) UNION ALL "
+            f"(SELECT {loaded}, (SELECT count(*) FROM p), true FROM p ORDER BY p.at, p.record_id LIMIT 1)"
+        )
         held_sql = f"SELECT {loaded} FROM ({rows_sql}) p"
         params = self._params(index, scope, query=query, limit=self.PAGE, best=self.PAGE_BEST, avgdl=stats.avgdl or 1.0, **terms)
         static_bound = stats.prior_bound - RECENCY_MAX + lexical_bound
@@ -625,7 +717,9 @@ class _Postgres:
             for row in rows:
                 if row[0] not in pushed:
                     record_id, lexical, authority, confidence, recency, confirmed = row[:6]
-                    heapq.heappush(pending, ((-(lexical + authority + confidence + recency), -lexical, -confirmed, record_id), row))
+                    heapq.heappush(
+                        pending, ((-(lexical + authority + confidence + recency), -lexical, -confirmed, record_id), row)
+                    )
                     pushed.add(row[0])
 
         def read_held(newer: tuple | None, last: tuple) -> None:
@@ -652,14 +746,16 @@ class _Postgres:
                 yield from give_up(after, [_ranked(row) for _, row in sorted(pending)])
                 return
             else:
-                page = _rows(page_sql.format(range=f" AND {self.KEYSET}" if after else ""),
-                             {**params, "after_at": after[0], "after_id": after[1]} if after else params)
+                page = _rows(
+                    page_sql.format(range=f" AND {self.KEYSET}" if after else ""),
+                    {**params, "after_at": after[0], "after_id": after[1]} if after else params,
+                )
                 count = page[0][7] if page else 0
                 read += count
                 exhausted = count < self.PAGE
                 checked = give_up is None or exhausted
                 best_rows = [row for row in page if not row[8]]  # in rank order
-                push(best_rows[:self.PAGE_BEST])
+                push(best_rows[: self.PAGE_BEST])
                 if count:
                     last = page[-1]
                     if len(best_rows) > self.PAGE_BEST:
@@ -709,7 +805,9 @@ def fts5_tokens(tokenizer: str, texts: Sequence[str]) -> list[list[str]]:
     """Each text's tokens as an FTS5 table with `tokenizer` (one of ANALYSERS) stores them, read
     from a scratch table (fts5_scratch): a temp FTS5 table on recall's own connection cost six
     statements a recall and, as SQLite's connections last one request, its creation each time."""
-    db, table = fts5_scratch(tokenizer, "terms", "w", extra=["CREATE VIRTUAL TABLE {table}_v USING fts5vocab({table}, 'instance')"])
+    db, table = fts5_scratch(
+        tokenizer, "terms", "w", extra=["CREATE VIRTUAL TABLE {table}_v USING fts5vocab({table}, 'instance')"]
+    )
     db.execute("BEGIN")
     try:
         db.executemany(f"INSERT INTO {table}(rowid, w) VALUES (?, ?)", enumerate(texts, start=1))
@@ -723,10 +821,11 @@ def fts5_tokens(tokenizer: str, texts: Sequence[str]) -> list[list[str]]:
 
 
 class _SQLite:
-    RECENCY = (f"power(0.5, max(0.0, julianday(%(now)s) - julianday(d.confirmed_at)) "
-               f"/ {RECENCY_HALF_LIFE_DAYS!r})")
-    TIME = ("d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
-            "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)")
+    RECENCY = f"power(0.5, max(0.0, julianday(%(now)s) - julianday(d.confirmed_at)) / {RECENCY_HALF_LIFE_DAYS!r})"
+    TIME = (
+        "d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
+        "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)"
+    )
 
     def terms(self, recipe: dict, text: str) -> list[tuple[str, str]]:
         """unicode61 splits on everything but letters and digits; the recipe's stop words go
@@ -755,8 +854,10 @@ class _SQLite:
         return f"FROM {t} JOIN {t}_doc d ON d.id = {t}.rowid WHERE {t} MATCH"
 
     def _select(self, lexical: str) -> str:
-        return (f"d.record_id, {lexical} AS lexical, {_authority_sql('d')} AS authority, "
-                f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at")
+        return (
+            f"d.record_id, {lexical} AS lexical, {_authority_sql('d')} AS authority, "
+            f"{_confidence_sql('d')} AS confidence, {self.RECENCY} AS recency, d.confirmed_at"
+        )
 
     def collection(self, index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int, int | None]]]:
         """The scope's statistics and, per word, (df, None): FTS5 keeps no bound on tf."""
@@ -765,17 +866,22 @@ class _SQLite:
 
     def statistics(self, index: SearchIndex, scope: Scope) -> Statistics:
         t = index.storage_name
-        docs, avgdl, max_confidence = _rows(f"SELECT count(*), coalesce(avg(d.doclen), 0.0), max(d.confidence) "
-                                            f"{self._from(t)} %(match)s", {"match": self._match(scope)})[0]
-        authorities = [a for (a,) in _rows(f"SELECT DISTINCT d.authority {self._from(t)} %(match)s",
-                                           {"match": self._match(scope)})]
+        docs, avgdl, max_confidence = _rows(
+            f"SELECT count(*), coalesce(avg(d.doclen), 0.0), max(d.confidence) {self._from(t)} %(match)s",
+            {"match": self._match(scope)},
+        )[0]
+        authorities = [
+            a for (a,) in _rows(f"SELECT DISTINCT d.authority {self._from(t)} %(match)s", {"match": self._match(scope)})
+        ]
         return Statistics(records=int(docs), avgdl=float(avgdl), prior_bound=_prior_bound(authorities, max_confidence))
 
     def document_frequencies(self, index: SearchIndex, scope: Scope, words: list[str]) -> list[int]:
         t, match = index.storage_name, self._match(scope)
         counts = " UNION ALL ".join(f"SELECT {i}, count(*) {self._from(t)} %(q{i})s" for i in range(len(words)))
-        rows = _rows(f"SELECT * FROM ({counts}) ORDER BY 1",
-                     {f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)})
+        rows = _rows(
+            f"SELECT * FROM ({counts}) ORDER BY 1",
+            {f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)},
+        )
         return [int(count) for _, count in rows]
 
     def sources(self, index: SearchIndex, scope: Scope, stats: Statistics, present: list[Term]) -> list[Source]:
@@ -803,21 +909,29 @@ class _SQLite:
                      (length(hl) - length(replace(hl, char(1), ''))) - (length(body) - length(replace(body, char(1), ''))) AS tf
               FROM marked
             ), lexical AS (
-              SELECT h.key, sum(w.value * {tf_part_sql('h.tf', 'h.doclen')}) AS lexical
+              SELECT h.key, sum(w.value * {tf_part_sql("h.tf", "h.doclen")}) AS lexical
               FROM hits h JOIN json_each(%(idfs)s) w ON w.key = h.term GROUP BY h.key
             )
-            SELECT ranked.* FROM (SELECT {self._select('l.lexical')} FROM lexical l JOIN {t}_doc d ON d.id = l.key) ranked
+            SELECT ranked.* FROM (SELECT {self._select("l.lexical")} FROM lexical l JOIN {t}_doc d ON d.id = l.key) ranked
             {ORDER_SQL} LIMIT %(limit)s"""
-        params = _params(index, scope, idfs=json.dumps(idfs), avgdl=stats.avgdl or 1.0, limit=limit,
-                         **{f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)})
+        params = _params(
+            index,
+            scope,
+            idfs=json.dumps(idfs),
+            avgdl=stats.avgdl or 1.0,
+            limit=limit,
+            **{f"q{i}": f"{match} AND body : {fts_phrase(word)}" for i, word in enumerate(words)},
+        )
         return [_ranked(row) for row in _rows(sql, params)]
 
     def _by_priors(self, index, scope, exclude: list[str], limit: int) -> list[Ranked]:
         t, match = index.storage_name, self._match(scope)
         if exclude:
             match = f"({match}) NOT (" + " OR ".join(f"body : {fts_phrase(word)}" for word in exclude) + ")"
-        sql = (f"SELECT ranked.* FROM (SELECT {self._select('0.0')} {self._from(t)} %(match)s AND {self.TIME}) ranked "
-               f"{ORDER_SQL} LIMIT %(limit)s")
+        sql = (
+            f"SELECT ranked.* FROM (SELECT {self._select('0.0')} {self._from(t)} %(match)s AND {self.TIME}) ranked "
+            f"{ORDER_SQL} LIMIT %(limit)s"
+        )
         return [_ranked(row) for row in _rows(sql, _params(index, scope, match=match, limit=limit))]
 
 

@@ -20,7 +20,8 @@ from memory.errors import ValidationFailed
 
 # PostgreSQL's /usr/share/postgresql/*/tsearch_data/english.stop (the Snowball English list), so a
 # query loses the same words on SQLite as the `english` configuration drops on PostgreSQL.
-ENGLISH_STOP_WORDS = frozenset("""
+ENGLISH_STOP_WORDS = frozenset(
+    """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
 hers herself it its itself they them their theirs themselves what which who whom this that these
 those am is are was were be been being have has had having do does did doing a an the and but if or
@@ -28,7 +29,8 @@ because as until while of at by for with about against between into through duri
 above below to from up down in out on off over under again further then once here there when where
 why how all any both each few more most other some such no nor not only own same so than too very s
 t can will just don should now
-""".split())
+""".split()
+)
 
 STOP_WORD_LISTS = {"english": ENGLISH_STOP_WORDS, "none": frozenset()}
 

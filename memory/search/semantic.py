@@ -86,8 +86,7 @@ def unavailable_reason(index: SearchIndex | None = None) -> str | None:
     if reason is None and _model.error is not None:
         reason = f"The model failed to load ({_model.error}); recall is lexical until the process restarts."
     if reason is None and index is not None and index.recipe.get("version") != installed_version():
-        reason = (f"Built with {PACKAGE} {index.recipe.get('version')}, but {installed_version()} is installed: "
-                  "rebuild the index.")
+        reason = f"Built with {PACKAGE} {index.recipe.get('version')}, but {installed_version()} is installed: rebuild the index."
     return reason
 
 
@@ -148,8 +147,9 @@ def embed(texts: list[str]):
 
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
-    found = _load().encode(list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True,
-                           show_progress_bar=False)
+    found = _load().encode(
+        list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     return np.ascontiguousarray(found, dtype=np.float32)
 
 
@@ -218,9 +218,10 @@ def embed_pending(record_ids: Sequence | None = None, *, sweep: int = SWEEP, enc
             continue
         count = 0
         for start in range(0, len(ids), BUILD_CHUNK):
-            chunk = ids[start:start + BUILD_CHUNK]
-            count += _embed_rows(index.storage_name, vectors.pending(index.storage_name, record_ids=chunk, limit=len(chunk)),
-                                 encode, cache)
+            chunk = ids[start : start + BUILD_CHUNK]
+            count += _embed_rows(
+                index.storage_name, vectors.pending(index.storage_name, record_ids=chunk, limit=len(chunk)), encode, cache
+            )
         if sweep:
             count += _embed_rows(index.storage_name, vectors.pending(index.storage_name, limit=sweep), encode, cache)
         stored[index.name] = count
@@ -277,11 +278,17 @@ class Similarity:
 
 def _scope_where(scope) -> tuple[str, dict]:
     """Recall's hard filters on the copied columns (alias `d`), as both databases write them."""
-    where = ("d.tenant_id = %(tenant)s AND d.agent_id = %(agent)s AND d.purpose = %(purpose)s "
-             "AND d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
-             "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)")
-    params: dict[str, Any] = {"tenant": scope.tenant_id, "agent": scope.agent_id, "purpose": scope.purpose,
-                              "now": connection.ops.adapt_datetimefield_value(scope.now)}
+    where = (
+        "d.tenant_id = %(tenant)s AND d.agent_id = %(agent)s AND d.purpose = %(purpose)s "
+        "AND d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
+        "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)"
+    )
+    params: dict[str, Any] = {
+        "tenant": scope.tenant_id,
+        "agent": scope.agent_id,
+        "purpose": scope.purpose,
+        "now": connection.ops.adapt_datetimefield_value(scope.now),
+    }
     if scope.subject is not None:
         where += " AND d.subject = %(subject)s"
         params["subject"] = scope.subject

@@ -40,10 +40,34 @@ from memory.search.recipes import ANALYSERS
 RECORDS = "memory_memoryrecord"
 STORAGE_NAME = re.compile(r"^(memory_search_(?:lex|sem)_(\d+))(?:_.*)?$")
 # Record columns an index copies; a change to any of them re-indexes the record.
-WATCHED = ("status", "content", "tenant_id", "agent_id", "purpose", "subject", "kind_id", "authority", "confidence",
-           "confirmed_at", "expires_at", "valid_from", "valid_to")
-COPIED = ("tenant_id", "agent_id", "purpose", "subject", "kind_id", "authority", "confidence", "confirmed_at",
-          "expires_at", "valid_from", "valid_to")
+WATCHED = (
+    "status",
+    "content",
+    "tenant_id",
+    "agent_id",
+    "purpose",
+    "subject",
+    "kind_id",
+    "authority",
+    "confidence",
+    "confirmed_at",
+    "expires_at",
+    "valid_from",
+    "valid_to",
+)
+COPIED = (
+    "tenant_id",
+    "agent_id",
+    "purpose",
+    "subject",
+    "kind_id",
+    "authority",
+    "confidence",
+    "confirmed_at",
+    "expires_at",
+    "valid_from",
+    "valid_to",
+)
 
 
 def _analyser(recipe: dict, vendor: str) -> str:
@@ -83,13 +107,16 @@ def _pg_select(r: str, config: str, *, source: str = "") -> str:
     holds the lexemes without positions plus the scope lexemes (for the GIN index). `source` names
     the table `r` aliases (a trigger's transition table); the records table by default."""
     copied = ", ".join(f"{r}.{column}" for column in COPIED)
-    scope = (f"array_to_tsvector(ARRAY['scope ' || {r}.tenant_id || ' ' || {r}.agent_id || ' ' || {r}.purpose, "
-             f"'subject ' || {r}.subject, 'kind ' || {r}.kind_id])")
+    scope = (
+        f"array_to_tsvector(ARRAY['scope ' || {r}.tenant_id || ' ' || {r}.agent_id || ' ' || {r}.purpose, "
+        f"'subject ' || {r}.subject, 'kind ' || {r}.kind_id])"
+    )
     tf = "(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{}'::jsonb) FROM unnest(v.tv) u)"
     parsed = f"(SELECT to_tsvector('{config}'::regconfig, {r}.content) AS tv) v"
     source = f"{source or RECORDS} {r} CROSS JOIN LATERAL {parsed}"
-    return (f"SELECT {r}.id, {copied}, {doclen_sql(f'{r}.content', vendor='postgresql')}, {tf}, "
-            f"strip(v.tv) || {scope} FROM {source}")
+    return (
+        f"SELECT {r}.id, {copied}, {doclen_sql(f'{r}.content', vendor='postgresql')}, {tf}, strip(v.tv) || {scope} FROM {source}"
+    )
 
 
 def _pg_create(name: str, recipe: dict) -> None:
@@ -129,16 +156,18 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
     # more (recall reads only entries with expires_at after its moment, and the entry's is past),
     # until `sweep_expired` deletes it with others: the expire job then touches no index page. Any
     # other change of such a record (forget, prune) removes the entry at once.
-    left = (f"SELECT id FROM (SELECT {watched} FROM old_rows WHERE status IN ('active', 'expired') "
-            f"EXCEPT SELECT {watched} FROM new_rows) o "
-            f"EXCEPT (SELECT id FROM new_rows WHERE status = 'expired' AND expires_at <= statement_timestamp() "
-            f"INTERSECT SELECT id FROM old_rows WHERE status = 'active' AND expires_at <= statement_timestamp())")
+    left = (
+        f"SELECT id FROM (SELECT {watched} FROM old_rows WHERE status IN ('active', 'expired') "
+        f"EXCEPT SELECT {watched} FROM new_rows) o "
+        f"EXCEPT (SELECT id FROM new_rows WHERE status = 'expired' AND expires_at <= statement_timestamp() "
+        f"INTERSECT SELECT id FROM old_rows WHERE status = 'active' AND expires_at <= statement_timestamp())"
+    )
     entered = f"(SELECT {watched} FROM new_rows WHERE status = 'active' EXCEPT SELECT {watched} FROM old_rows)"
     return [
         f"""CREATE FUNCTION {name}_sync() RETURNS trigger LANGUAGE plpgsql AS $fn$
             BEGIN
               IF TG_OP = 'INSERT' THEN
-                INSERT INTO {name} ({columns}) {_pg_select('n', config, source='new_rows')}
+                INSERT INTO {name} ({columns}) {_pg_select("n", config, source="new_rows")}
                 WHERE n.status = 'active' ON CONFLICT (record_id) DO UPDATE SET {upsert};
               ELSIF TG_OP = 'DELETE' THEN
                 DELETE FROM {name} WHERE record_id IN (SELECT id FROM old_rows WHERE status IN ('active', 'expired'));
@@ -157,7 +186,7 @@ def _pg_record_triggers(name: str, recipe: dict) -> list[str]:
                 NULL;
               ELSE
                 DELETE FROM {name} WHERE record_id IN ({left});
-                INSERT INTO {name} ({columns}) {_pg_select('n', config, source=entered)}
+                INSERT INTO {name} ({columns}) {_pg_select("n", config, source=entered)}
                 ON CONFLICT (record_id) DO UPDATE SET {upsert};
               END IF;
               RETURN NULL;
@@ -235,14 +264,18 @@ TERM_SCOPE = ("tenant_id", "agent_id", "purpose")
 COUNTERS_FILLFACTOR = "fillfactor = 50"
 COUNTERS_STORAGE = f"WITH ({COUNTERS_FILLFACTOR})"
 TERM_KEYS = ", ".join((*TERM_SCOPE, "lexeme"))
-TERMS_COLUMNS = ("tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL, lexeme text NOT NULL, "
-                 "docs bigint NOT NULL, max_tf integer NOT NULL, PRIMARY KEY (tenant_id, agent_id, purpose, lexeme)")
+TERMS_COLUMNS = (
+    "tenant_id bigint NOT NULL, agent_id bigint NOT NULL, purpose varchar(100) NOT NULL, lexeme text NOT NULL, "
+    "docs bigint NOT NULL, max_tf integer NOT NULL, PRIMARY KEY (tenant_id, agent_id, purpose, lexeme)"
+)
 
 
 def _per_term(rows: str) -> str:
     """Per (scope, term) of the index rows `rows` (a table or transition table): records, highest tf."""
-    return (f"SELECT {', '.join(TERM_SCOPE)}, t.key AS lexeme, count(*) AS docs, max(t.value::integer) AS max_tf "
-            f"FROM {rows} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY {TERM_KEYS}")
+    return (
+        f"SELECT {', '.join(TERM_SCOPE)}, t.key AS lexeme, count(*) AS docs, max(t.value::integer) AS max_tf "
+        f"FROM {rows} CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY {TERM_KEYS}"
+    )
 
 
 def _pg_stats_triggers(name: str) -> list[str]:
@@ -251,15 +284,19 @@ def _pg_stats_triggers(name: str) -> list[str]:
     aggregated statement per change and table, so a bulk load costs one upsert per bucket and term."""
     keys = ", ".join(BUCKET)
     bits = " ".join(f"WHEN '{a}' THEN {bit}" for a, bit in AUTHORITY_BITS.items())
-    added = (f"INSERT INTO {name}_stats AS s ({keys}, docs, words, authorities, max_confidence) "
-             f"SELECT {keys}, count(*), sum(doclen), bit_or(CASE authority {bits} ELSE 0 END)::smallint, max(confidence) "
-             f"FROM new_rows GROUP BY {keys} ORDER BY {keys} "
-             f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
-             f"authorities = s.authorities | EXCLUDED.authorities, "
-             f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);")
-    added += (f"\nINSERT INTO {name}_terms AS s ({TERM_KEYS}, docs, max_tf) {_per_term('new_rows')} "
-              f"ORDER BY {TERM_KEYS} ON CONFLICT ({TERM_KEYS}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, "
-              f"max_tf = greatest(s.max_tf, EXCLUDED.max_tf);")
+    added = (
+        f"INSERT INTO {name}_stats AS s ({keys}, docs, words, authorities, max_confidence) "
+        f"SELECT {keys}, count(*), sum(doclen), bit_or(CASE authority {bits} ELSE 0 END)::smallint, max(confidence) "
+        f"FROM new_rows GROUP BY {keys} ORDER BY {keys} "
+        f"ON CONFLICT ({keys}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words, "
+        f"authorities = s.authorities | EXCLUDED.authorities, "
+        f"max_confidence = greatest(s.max_confidence, EXCLUDED.max_confidence);"
+    )
+    added += (
+        f"\nINSERT INTO {name}_terms AS s ({TERM_KEYS}, docs, max_tf) {_per_term('new_rows')} "
+        f"ORDER BY {TERM_KEYS} ON CONFLICT ({TERM_KEYS}) DO UPDATE SET docs = s.docs + EXCLUDED.docs, "
+        f"max_tf = greatest(s.max_tf, EXCLUDED.max_tf);"
+    )
     # A bucket left empty is deleted, since its key names a subject (personal data, which forget
     # must not leave behind); the next record of that scope recreates it. Likewise a term no
     # record of its scope contains any more.
@@ -270,33 +307,45 @@ def _pg_stats_triggers(name: str) -> list[str]:
     # by `docs <= 0` against the aggregate again was planned as a nested loop over both, since the
     # planner expects one empty row: a sweep whose batches emptied thousands of buckets took minutes.)
     declare, removed = [], []
-    for table, columns, aggregate in (("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
-                                      ("terms", (*TERM_SCOPE, "lexeme"), _per_term("old_rows"))):
+    for table, columns, aggregate in (
+        ("stats", BUCKET, f"SELECT {keys}, count(*) AS docs, sum(doclen) AS words FROM old_rows GROUP BY {keys}"),
+        ("terms", (*TERM_SCOPE, "lexeme"), _per_term("old_rows")),
+    ):
         match = " AND ".join(f"s.{k} = o.{k}" for k in columns)
         words = ", words = s.words - o.words" if table == "stats" else ""
         order = ", ".join(f"s.{k}" for k in columns)
         # The rows left empty, by their place (this transaction holds their locks: they stay there).
         emptied = f"{table}_emptied"
         declare.append(f"{emptied} tid[];")
-        removed.append(f"PERFORM 1 FROM {name}_{table} s JOIN ({aggregate}) o ON {match} ORDER BY {order} FOR UPDATE OF s;\n"
-                       f"WITH u AS (UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM ({aggregate}) o "
-                       f"WHERE {match} RETURNING s.ctid, s.docs) "
-                       f"SELECT array_agg(u.ctid) INTO {emptied} FROM u WHERE u.docs <= 0;\n"
-                       f"IF {emptied} IS NOT NULL THEN DELETE FROM {name}_{table} WHERE ctid = ANY({emptied}); END IF;")
+        removed.append(
+            f"PERFORM 1 FROM {name}_{table} s JOIN ({aggregate}) o ON {match} ORDER BY {order} FOR UPDATE OF s;\n"
+            f"WITH u AS (UPDATE {name}_{table} s SET docs = s.docs - o.docs{words} FROM ({aggregate}) o "
+            f"WHERE {match} RETURNING s.ctid, s.docs) "
+            f"SELECT array_agg(u.ctid) INTO {emptied} FROM u WHERE u.docs <= 0;\n"
+            f"IF {emptied} IS NOT NULL THEN DELETE FROM {name}_{table} WHERE ctid = ANY({emptied}); END IF;"
+        )
     declared = f"DECLARE {' '.join(declare)} "
     # A statement that changed no entry (the sync trigger's delete of records that had none, say)
     # returns at once: each aggregate above is planned and run even over an empty table.
-    body = {"add": f"IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;\n{added}",
-            "remove": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed),
-            "change": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed) + "\n" + added}
+    body = {
+        "add": f"IF NOT EXISTS (SELECT 1 FROM new_rows) THEN RETURN NULL; END IF;\n{added}",
+        "remove": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed),
+        "change": "IF NOT EXISTS (SELECT 1 FROM old_rows) THEN RETURN NULL; END IF;\n" + "\n".join(removed) + "\n" + added,
+    }
     sql = []
-    for event, (op, referencing) in {"add": ("INSERT", "NEW TABLE AS new_rows"),
-                                      "remove": ("DELETE", "OLD TABLE AS old_rows"),
-                                      "change": ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows")}.items():
-        sql.append(f"CREATE OR REPLACE FUNCTION {name}_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $fn$ "
-                   f"{declared if event != 'add' else ''}BEGIN {body[event]} RETURN NULL; END $fn$")
-        sql.append(f"CREATE TRIGGER {name}_stats_{event} AFTER {op} ON {name} REFERENCING {referencing} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_stats_{event}()")
+    for event, (op, referencing) in {
+        "add": ("INSERT", "NEW TABLE AS new_rows"),
+        "remove": ("DELETE", "OLD TABLE AS old_rows"),
+        "change": ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+    }.items():
+        sql.append(
+            f"CREATE OR REPLACE FUNCTION {name}_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $fn$ "
+            f"{declared if event != 'add' else ''}BEGIN {body[event]} RETURN NULL; END $fn$"
+        )
+        sql.append(
+            f"CREATE TRIGGER {name}_stats_{event} AFTER {op} ON {name} REFERENCING {referencing} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_stats_{event}()"
+        )
     return sql
 
 
@@ -309,17 +358,22 @@ def _pg_fill(name: str, recipe: dict) -> int:
     columns = ", ".join(PG_COLUMNS)
     with transaction.atomic():
         # In scope order, so that a scope's rows share pages: recall across a purpose reads them together.
-        _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
-                 f"WHERE r.status = 'active' ORDER BY r.tenant_id, r.agent_id, r.purpose, r.subject "
-                 f"ON CONFLICT (record_id) DO NOTHING")
+        _execute(
+            f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
+            f"WHERE r.status = 'active' ORDER BY r.tenant_id, r.agent_id, r.purpose, r.subject "
+            f"ON CONFLICT (record_id) DO NOTHING"
+        )
     with transaction.atomic():
         _execute(f"LOCK TABLE {RECORDS} IN SHARE MODE")
     with transaction.atomic():
-        _execute(f"DELETE FROM {name} d WHERE NOT EXISTS "
-                 f"(SELECT 1 FROM {RECORDS} r WHERE r.id = d.record_id AND r.status = 'active')")
-        _execute(f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
-                 f"WHERE r.status = 'active' AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id) "
-                 f"ON CONFLICT (record_id) DO NOTHING")
+        _execute(
+            f"DELETE FROM {name} d WHERE NOT EXISTS (SELECT 1 FROM {RECORDS} r WHERE r.id = d.record_id AND r.status = 'active')"
+        )
+        _execute(
+            f"INSERT INTO {name} ({columns}) {_pg_select('r', config)} "
+            f"WHERE r.status = 'active' AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id) "
+            f"ON CONFLICT (record_id) DO NOTHING"
+        )
     # Secondary indexes are built after the load (much faster than row by row); concurrently when
     # we may, so the triggers' inserts (every write of a record) do not wait for them.
     concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
@@ -327,10 +381,14 @@ def _pg_fill(name: str, recipe: dict) -> int:
     # last vacuum, a few megabytes, which cost recall more than the inserts gain.
     _execute(f"CREATE INDEX {concurrently}{name}_vector ON {name} USING gin (vector) WITH (fastupdate = off)")
     # The ranking by the priors alone walks these newest-confirmed first (memory.search.ranking).
-    _execute(f"CREATE INDEX {concurrently}{name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, "
-             f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
-    _execute(f"CREATE INDEX {concurrently}{name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, "
-             f"confirmed_at DESC, record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)")
+    _execute(
+        f"CREATE INDEX {concurrently}{name}_recent ON {name} (tenant_id, agent_id, purpose, confirmed_at DESC, "
+        f"record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)"
+    )
+    _execute(
+        f"CREATE INDEX {concurrently}{name}_subject_recent ON {name} (tenant_id, agent_id, purpose, subject, "
+        f"confirmed_at DESC, record_id DESC) INCLUDE (kind_id, authority, confidence, expires_at, valid_from, valid_to)"
+    )
     _execute(f"CREATE INDEX {concurrently}{name}_expiry ON {name} (expires_at, record_id)")  # sweep_expired
     # VACUUM sets the visibility map, so counts read the GIN index without visiting the rows; it
     # cannot run inside a transaction (a migration, a test), where ANALYZE alone has to do.
@@ -373,9 +431,11 @@ def kind_token(kind_id: int) -> str:
 def _sqlite_row(r: str) -> str:
     # The same tokens as scope_token(), subject_token() and kind_token(), computed by SQLite.
     copied = ", ".join(f"{r}.{column}" for column in COPIED)
-    return (f"{r}.id, 't' || {r}.tenant_id || 'a' || {r}.agent_id || 'p' || lower(hex({r}.purpose)) || '0', "
-            f"'s' || lower(hex({r}.subject)) || '0', 'k' || {r}.kind_id, {r}.content, {copied}, "
-            f"{doclen_sql(f'{r}.content', vendor='sqlite')}")
+    return (
+        f"{r}.id, 't' || {r}.tenant_id || 'a' || {r}.agent_id || 'p' || lower(hex({r}.purpose)) || '0', "
+        f"'s' || lower(hex({r}.subject)) || '0', 'k' || {r}.kind_id, {r}.content, {copied}, "
+        f"{doclen_sql(f'{r}.content', vendor='sqlite')}"
+    )
 
 
 def _sqlite_create_and_fill(name: str, recipe: dict) -> int:
@@ -403,11 +463,11 @@ def _sqlite_create_and_fill(name: str, recipe: dict) -> int:
             f"""CREATE TRIGGER {name}_doc_ad AFTER DELETE ON {name}_doc BEGIN
                 INSERT INTO {name}({name}, rowid, {fts_columns}) VALUES ('delete', old.id, {old_values}); END""",
             f"""CREATE TRIGGER {name}_ai AFTER INSERT ON {RECORDS} WHEN NEW.status = 'active' BEGIN
-                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row('NEW')}; END""",
-            f"""CREATE TRIGGER {name}_au AFTER UPDATE OF {', '.join(WATCHED)} ON {RECORDS}
+                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row("NEW")}; END""",
+            f"""CREATE TRIGGER {name}_au AFTER UPDATE OF {", ".join(WATCHED)} ON {RECORDS}
                 WHEN OLD.status = 'active' OR NEW.status = 'active' BEGIN
                 DELETE FROM {name}_doc WHERE record_id = OLD.id;
-                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row('NEW')} WHERE NEW.status = 'active'; END""",
+                INSERT INTO {name}_doc ({doc_columns}) SELECT {_sqlite_row("NEW")} WHERE NEW.status = 'active'; END""",
             f"""CREATE TRIGGER {name}_ad AFTER DELETE ON {RECORDS} WHEN OLD.status = 'active' BEGIN
                 DELETE FROM {name}_doc WHERE record_id = OLD.id; END""",
         ):
@@ -456,8 +516,10 @@ def triggers_present(name: str) -> bool:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s) AND NOT tgisinternal", [list(expected)])
         else:
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (SELECT value FROM json_each(%s))",
-                           [json.dumps(sorted(expected))])
+            cursor.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN (SELECT value FROM json_each(%s))",
+                [json.dumps(sorted(expected))],
+            )
         return {row[0] for row in cursor.fetchall()} == expected
 
 
@@ -503,7 +565,8 @@ def sweep_expired(name: str, *, now, batch_size: int) -> int:
                 f"WITH gone AS (DELETE FROM {name} WHERE record_id = ANY(ARRAY(SELECT record_id FROM {name} WHERE expires_at <= %s "
                 f"{keyset}ORDER BY expires_at, record_id LIMIT %s)) RETURNING expires_at, record_id) "
                 f"SELECT count(*) OVER (), expires_at, record_id FROM gone ORDER BY expires_at DESC, record_id DESC LIMIT 1",
-                [now, *(after or ()), batch_size])
+                [now, *(after or ()), batch_size],
+            )
             last = cursor.fetchone()
         done = last[0] if last else 0
         removed += done
@@ -517,12 +580,16 @@ def storage_names_present() -> set[str]:
     functions), whether or not an index row still describes it."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                           "AND tablename LIKE 'memory\\_search\\_%%' UNION "
-                           "SELECT proname FROM pg_proc WHERE proname LIKE 'memory\\_search\\_%%'")
+            cursor.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename LIKE 'memory\\_search\\_%%' UNION "
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'memory\\_search\\_%%'"
+            )
         else:
-            cursor.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "
-                           "AND name LIKE 'memory\\_search\\_%%' ESCAPE '\\'")
+            cursor.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger') "
+                "AND name LIKE 'memory\\_search\\_%%' ESCAPE '\\'"
+            )
         names = [row[0] for row in cursor.fetchall()]
     return {match.group(1) for match in map(STORAGE_NAME.match, names) if match}
 

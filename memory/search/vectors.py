@@ -43,9 +43,11 @@ def _upsert(name: str) -> str:
     """Keeps the vector when the content is unchanged (a confirmation, a new expiry), drops it
     (pending again) when the content changed."""
     copied = ", ".join(f"{column} = excluded.{column}" for column in COPIED)
-    return (f"ON CONFLICT (record_id) DO UPDATE SET {copied}, "
-            f"vector = CASE WHEN {name}.content_hash = excluded.content_hash THEN {name}.vector ELSE NULL END, "
-            f"content_hash = excluded.content_hash")
+    return (
+        f"ON CONFLICT (record_id) DO UPDATE SET {copied}, "
+        f"vector = CASE WHEN {name}.content_hash = excluded.content_hash THEN {name}.vector ELSE NULL END, "
+        f"content_hash = excluded.content_hash"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,7 +75,7 @@ def _pg_triggers(name: str) -> list[str]:
         f"""CREATE FUNCTION {name}_sync() RETURNS trigger LANGUAGE plpgsql AS $fn$
             BEGIN
               IF TG_OP <> 'DELETE' AND NEW.status = 'active' THEN
-                INSERT INTO {name} ({columns}) VALUES ({_values('NEW')}) {_upsert(name)};
+                INSERT INTO {name} ({columns}) VALUES ({_values("NEW")}) {_upsert(name)};
               ELSIF TG_OP <> 'INSERT' THEN
                 DELETE FROM {name} WHERE record_id = OLD.id;
               END IF;
@@ -110,11 +112,11 @@ def _sqlite_triggers(name: str) -> list[str]:
         *(f"DROP TRIGGER IF EXISTS {name}_{suffix}" for suffix in storage.RECORD_TRIGGERS["sqlite"]),
         # `WHERE true`: SQLite's parser needs a WHERE before ON CONFLICT in INSERT ... SELECT.
         f"""CREATE TRIGGER {name}_ai AFTER INSERT ON {RECORDS} WHEN NEW.status = 'active' BEGIN
-            INSERT INTO {name} ({columns}) SELECT {_values('NEW')} WHERE true {_upsert(name)}; END""",
-        f"""CREATE TRIGGER {name}_au AFTER UPDATE OF {', '.join((*WATCHED, 'content_hash'))} ON {RECORDS}
+            INSERT INTO {name} ({columns}) SELECT {_values("NEW")} WHERE true {_upsert(name)}; END""",
+        f"""CREATE TRIGGER {name}_au AFTER UPDATE OF {", ".join((*WATCHED, "content_hash"))} ON {RECORDS}
             WHEN OLD.status = 'active' OR NEW.status = 'active' BEGIN
             DELETE FROM {name} WHERE record_id = OLD.id AND NEW.status <> 'active';
-            INSERT INTO {name} ({columns}) SELECT {_values('NEW')} WHERE NEW.status = 'active' {_upsert(name)}; END""",
+            INSERT INTO {name} ({columns}) SELECT {_values("NEW")} WHERE NEW.status = 'active' {_upsert(name)}; END""",
         f"""CREATE TRIGGER {name}_ad AFTER DELETE ON {RECORDS} WHEN OLD.status = 'active' BEGIN
             DELETE FROM {name} WHERE record_id = OLD.id; END""",
     ]
@@ -159,13 +161,19 @@ def reconcile(name: str) -> None:
         if connection.vendor == "postgresql":
             _execute(f"LOCK TABLE {RECORDS} IN SHARE MODE")
     with transaction.atomic():
-        _execute(f"DELETE FROM {name} WHERE NOT EXISTS "
-                 f"(SELECT 1 FROM {RECORDS} r WHERE r.id = {name}.record_id AND r.status = 'active')")
-        _execute(f"INSERT INTO {name} ({columns}) SELECT {_values('r')} FROM {RECORDS} r WHERE r.status = 'active' "
-                 f"AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id)")
-        _execute(f"UPDATE {name} SET vector = NULL, content_hash = (SELECT r.content_hash FROM {RECORDS} r "
-                 f"WHERE r.id = {name}.record_id) WHERE content_hash <> (SELECT r.content_hash FROM {RECORDS} r "
-                 f"WHERE r.id = {name}.record_id)")
+        _execute(
+            f"DELETE FROM {name} WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {RECORDS} r WHERE r.id = {name}.record_id AND r.status = 'active')"
+        )
+        _execute(
+            f"INSERT INTO {name} ({columns}) SELECT {_values('r')} FROM {RECORDS} r WHERE r.status = 'active' "
+            f"AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id)"
+        )
+        _execute(
+            f"UPDATE {name} SET vector = NULL, content_hash = (SELECT r.content_hash FROM {RECORDS} r "
+            f"WHERE r.id = {name}.record_id) WHERE content_hash <> (SELECT r.content_hash FROM {RECORDS} r "
+            f"WHERE r.id = {name}.record_id)"
+        )
 
 
 def repair_storage(name: str) -> int:
@@ -201,9 +209,12 @@ def pending(name: str, *, record_ids: Sequence | None = None, limit: int) -> lis
         where += f" AND d.{condition}"
         params.append(value)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT d.record_id, d.content_hash, r.content FROM {name} d JOIN {RECORDS} r "
-                       f"ON r.id = d.record_id AND r.content_hash = d.content_hash WHERE {where} "
-                       f"ORDER BY d.record_id LIMIT {int(limit)}", params)
+        cursor.execute(
+            f"SELECT d.record_id, d.content_hash, r.content FROM {name} d JOIN {RECORDS} r "
+            f"ON r.id = d.record_id AND r.content_hash = d.content_hash WHERE {where} "
+            f"ORDER BY d.record_id LIMIT {int(limit)}",
+            params,
+        )
         return [(uuid.UUID(str(pk)), digest, content) for pk, digest, content in cursor.fetchall()]
 
 
@@ -215,8 +226,10 @@ def store_vectors(name: str, rows: Sequence[tuple[uuid.UUID, str, bytes]]) -> in
         return 0
     key = (lambda pk: pk) if connection.vendor == "postgresql" else (lambda pk: pk.hex)
     with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {name} SET vector = %s WHERE record_id = %s AND content_hash = %s AND vector IS NULL",
-                           [(vector, key(pk), digest) for pk, digest, vector in rows])
+        cursor.executemany(
+            f"UPDATE {name} SET vector = %s WHERE record_id = %s AND content_hash = %s AND vector IS NULL",
+            [(vector, key(pk), digest) for pk, digest, vector in rows],
+        )
         return max(cursor.rowcount, 0)  # both drivers sum the rows over the parameter sets
 
 
@@ -252,5 +265,7 @@ def read_rows(name: str, record_ids: Sequence) -> dict:
     condition, value = _ids_param(record_ids)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT record_id, authority, confidence, confirmed_at FROM {name} WHERE {condition}", [value])
-        return {uuid.UUID(str(pk)): (authority, confidence, confirmed_at) for pk, authority, confidence, confirmed_at
-                in cursor.fetchall()}
+        return {
+            uuid.UUID(str(pk)): (authority, confidence, confirmed_at)
+            for pk, authority, confidence, confirmed_at in cursor.fetchall()
+        }

@@ -60,8 +60,9 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
         except DomainError as exc:
             results[index] = BatchItemResult(index, error=exc)
             bodies.append(None)
-    parsed = iter(parse_writes([body for body in bodies if body is not None], now=now, kinds=kinds,
-                               serializer_class=BatchItemSerializer))
+    parsed = iter(
+        parse_writes([body for body in bodies if body is not None], now=now, kinds=kinds, serializer_class=BatchItemSerializer)
+    )
     for index, item in enumerate(items):
         if bodies[index] is None:
             continue
@@ -83,14 +84,19 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
         # Each key's lock before looking for its earlier use: a concurrent request with one of these
         # keys waits for this one, then replays it (memory.fences).
         hold([idempotency_lock(credential.pk, key) for key in keyed])
-        earlier = {entry.key: entry for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")}
+        earlier = {
+            entry.key: entry
+            for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")
+        }
         to_write: list[_BatchItem] = []
         first_with_key: dict[str, _BatchItem] = {}
         repeats: list[_BatchItem] = []
         for item in prepared:
             try:
                 if item.key in earlier:
-                    results[item.index] = BatchItemResult(item.index, record=_replayed(earlier[item.key], item.fingerprint).record, replayed=True)
+                    results[item.index] = BatchItemResult(
+                        item.index, record=_replayed(earlier[item.key], item.fingerprint).record, replayed=True
+                    )
                 elif item.key in first_with_key:  # the same key twice in one batch: the first write answers both
                     if first_with_key[item.key].fingerprint != item.fingerprint:
                         raise Conflict("This idempotency_key was used with a different body.", code="idempotency_mismatch")
@@ -108,14 +114,16 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
     return [results[index] for index in range(len(items))]
 
 
-def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor: Actor, now: datetime,
-                 gate: Gate) -> dict[int, BatchItemResult]:
+def _store_batch(
+    items: list[_BatchItem], *, credential: AgentCredential, actor: Actor, now: datetime, gate: Gate
+) -> dict[int, BatchItemResult]:
     results: dict[int, BatchItemResult] = {}
     plain = [item for item in items if not (item.draft.supersedes or item.draft.derived_from)]
     records = [_new_record(item.draft, credential=credential, actor=actor, now=now, gate=gate) for item in plain]
     if records:
-        bulk_create_with_history(records, MemoryRecord, default_date=now,
-                                 custom_historical_attrs={"history_actor": actor.label, "history_note": ""})
+        bulk_create_with_history(
+            records, MemoryRecord, default_date=now, custom_historical_attrs={"history_actor": actor.label, "history_note": ""}
+        )
         for status, count in Counter(record.status for record in records).items():
             count_on_commit(WRITES, status, count)
         on_activation(records)
@@ -125,14 +133,23 @@ def _store_batch(items: list[_BatchItem], *, credential: AgentCredential, actor:
             continue
         try:
             with transaction.atomic():
-                results[item.index] = BatchItemResult(item.index, record=_create_record(
-                    item.draft, credential=credential, actor=actor, now=now, gate=gate))
+                results[item.index] = BatchItemResult(
+                    item.index, record=_create_record(item.draft, credential=credential, actor=actor, now=now, gate=gate)
+                )
         except DomainError as exc:
             results[item.index] = BatchItemResult(item.index, error=exc)
     gate.store_raised(actor)
-    IdempotencyKey.objects.bulk_create([
-        IdempotencyKey(credential=credential, key=item.key, fingerprint=item.fingerprint, response_status=201,
-                       record=results[item.index].record)
-        for item in items if item.key and results[item.index].record is not None
-    ])
+    IdempotencyKey.objects.bulk_create(
+        [
+            IdempotencyKey(
+                credential=credential,
+                key=item.key,
+                fingerprint=item.fingerprint,
+                response_status=201,
+                record=results[item.index].record,
+            )
+            for item in items
+            if item.key and results[item.index].record is not None
+        ]
+    )
     return results

@@ -13,8 +13,9 @@ from memory.models import TRANSITIONS, MemoryRecord
 from memory.services.history import _bulk_transition, _count_moved, _history_params, _in_place_transition_sql
 
 
-def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: int = 2000,
-                      max_batches: int | None = None, walk: str | None = None) -> int:
+def memory_expire_due(
+    *, actor: Actor, now: datetime | None = None, batch_size: int = 2000, max_batches: int | None = None, walk: str | None = None
+) -> int:
     """Expire every active or quarantined record past `expires_at`, one locked batch per
     transaction. Rows another transaction holds are skipped (a run never waits for a reviewer's
     transaction, so it cannot deadlock with one), so concurrent runs never double a transition,
@@ -33,8 +34,17 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
     reason = f"{actor.channel}.expire"
     connection = connections[router.db_for_write(MemoryRecord)]
     if connection.vendor == "postgresql":
-        return _expire_due_in_place(connection, now=now, batch_size=batch_size, max_batches=max_batches, walk=walk,
-                                    allowed_from=list(allowed_from), target=target, actor=actor, reason=reason)
+        return _expire_due_in_place(
+            connection,
+            now=now,
+            batch_size=batch_size,
+            max_batches=max_batches,
+            walk=walk,
+            allowed_from=list(allowed_from),
+            target=target,
+            actor=actor,
+            reason=reason,
+        )
     table = connection.ops.quote_name(MemoryRecord._meta.db_table)
     keyset = (MemoryRecord._meta.get_field("expires_at"), MemoryRecord._meta.pk)
     total = batches = 0
@@ -59,8 +69,18 @@ def memory_expire_due(*, actor: Actor, now: datetime | None = None, batch_size: 
     return total
 
 
-def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batches: int | None, walk: str | None,
-                         allowed_from: list[str], target: str, actor: Actor, reason: str) -> int:
+def _expire_due_in_place(
+    connection,
+    *,
+    now: datetime,
+    batch_size: int,
+    max_batches: int | None,
+    walk: str | None,
+    allowed_from: list[str],
+    target: str,
+    actor: Actor,
+    reason: str,
+) -> int:
     """PostgreSQL's `memory_expire_due`: each batch one statement (the selection, locking with
     SKIP LOCKED, the UPDATE, which checks status and time again, and the history INSERT from its
     RETURNING), no key travelling to Python and back."""
@@ -77,8 +97,11 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
             # Counted along the expiry index, and never more than `pages`: cheap when few are due.
             cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {due} LIMIT %s) d", [*due_params, max(pages, 1)])
             walk = "blocks" if cursor.fetchone()[0] >= max(pages, 1) else "index"
-    moved = _in_place_transition_sql(connection, match="r.ctid = selected.at" if walk == "blocks" else "r.id = selected.at",
-                                     recheck="r.status = ANY(%s) AND r.expires_at <= %s")
+    moved = _in_place_transition_sql(
+        connection,
+        match="r.ctid = selected.at" if walk == "blocks" else "r.id = selected.at",
+        recheck="r.status = ANY(%s) AND r.expires_at <= %s",
+    )
     moved_params = [target, stamp, *due_params, *_history_params(history_date=now, actor=actor, reason=reason, note="")]
     total = batches = 0
     if walk == "blocks":
@@ -93,11 +116,12 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
                     pages = cursor.fetchone()[0]
                 if start >= pages:
                     break
-            selected = (f"SELECT ctid FROM {table} WHERE ctid >= %s::tid AND ctid < %s::tid AND {due} "
-                        f"FOR UPDATE SKIP LOCKED")
+            selected = f"SELECT ctid FROM {table} WHERE ctid >= %s::tid AND ctid < %s::tid AND {due} FOR UPDATE SKIP LOCKED"
             with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-                cursor.execute(f"WITH selected (at) AS MATERIALIZED ({selected}), {moved}",
-                               [f"({start},0)", f"({start + step},0)", *due_params, *moved_params])
+                cursor.execute(
+                    f"WITH selected (at) AS MATERIALIZED ({selected}), {moved}",
+                    [f"({start},0)", f"({start + step},0)", *due_params, *moved_params],
+                )
                 done = cursor.fetchone()[0]
                 _count_moved("expire", done)
             total += done
@@ -111,14 +135,16 @@ def _expire_due_in_place(connection, *, now: datetime, batch_size: int, max_batc
             # share one expires_at, read again from the heap by every batch). A row comparison: the
             # index scan starts there (an OR of the two would not).
             keyset = "AND (expires_at, id) > (%s, %s) " if after else ""
-            selected = (f"SELECT id, expires_at FROM {table} WHERE {due} {keyset}"
-                        f"ORDER BY expires_at, id LIMIT %s FOR UPDATE SKIP LOCKED")
+            selected = (
+                f"SELECT id, expires_at FROM {table} WHERE {due} {keyset}ORDER BY expires_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
+            )
             with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
                 cursor.execute(
                     f"WITH selected (at, expires_at) AS MATERIALIZED ({selected}), {moved}, "
                     f"(SELECT count(*) FROM selected), last.* FROM (SELECT expires_at, at FROM selected "
                     f"ORDER BY expires_at DESC, at DESC LIMIT 1) last",
-                    [*due_params, *(after or ()), batch_size, *moved_params])
+                    [*due_params, *(after or ()), batch_size, *moved_params],
+                )
                 row = cursor.fetchone()
                 _count_moved("expire", row[0] if row else 0)
             if row is None:

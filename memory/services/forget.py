@@ -45,8 +45,11 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
         raise ScopeDenied("This token may not forget subjects.")
     now = timezone.now()
     with transaction.atomic():
-        direct = set(records_about(records_in_scope(actor), tenant_id=tenant_id, subject=subject)
-                     .filter(status__in=TRANSITIONS["forget"][0]).values_list("pk", flat=True))
+        direct = set(
+            records_about(records_in_scope(actor), tenant_id=tenant_id, subject=subject)
+            .filter(status__in=TRANSITIONS["forget"][0])
+            .values_list("pk", flat=True)
+        )
         locked = _forget_locked(direct | derived_at_any_depth(direct))
         subject_ids = [pk for pk in locked if pk in direct]
         lineage_ids = [pk for pk in locked if pk not in direct]
@@ -54,13 +57,12 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
         for ids, reason_name in ((subject_ids, "forget"), (lineage_ids, "forget_lineage")):
             if not ids:
                 continue
-            how = {"transition": "forget", "now": now, "actor": actor, "note": reason,
-                   "reason": f"{actor.channel}.{reason_name}"}
+            how = {"transition": "forget", "now": now, "actor": actor, "note": reason, "reason": f"{actor.channel}.{reason_name}"}
             if in_place:
                 _bulk_transition_in_place(MemoryRecord.objects.filter(pk__in=record_id_set(ids)).values("pk"), **how)
             else:  # SQLite: `_bulk_transition` binds a parameter per id, so in chunks
                 for start in range(0, len(ids), CHUNK):
-                    _bulk_transition(ids[start:start + CHUNK], **how)
+                    _bulk_transition(ids[start : start + CHUNK], **how)
     return ForgetOutcome(record_ids=subject_ids + lineage_ids, subject_count=len(subject_ids), lineage_count=len(lineage_ids))
 
 
@@ -68,8 +70,13 @@ def _forget_locked(ids: Iterable[uuid.UUID], *, transition: str = "forget") -> l
     """Lock every record to move, the subject's (or source's) and their derivatives together, in one
     pass in primary-key order (the order of every multi-row lock), and return those `transition`
     still applies to (a record may have moved meanwhile)."""
-    return list(MemoryRecord.objects.select_for_update().filter(pk__in=record_id_set(ids))
-                .filter(status__in=TRANSITIONS[transition][0]).order_by("pk").values_list("pk", flat=True))
+    return list(
+        MemoryRecord.objects.select_for_update()
+        .filter(pk__in=record_id_set(ids))
+        .filter(status__in=TRANSITIONS[transition][0])
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
 
 
 def derived_at_any_depth(ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
@@ -81,8 +88,11 @@ def derived_at_any_depth(ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     found: set[uuid.UUID] = set()
     frontier = roots
     while frontier:  # derived records of derived records, too
-        frontier = (set(edges.filter(to_memoryrecord_id__in=record_id_set(frontier))
-                        .values_list("from_memoryrecord_id", flat=True)) - roots - found)
+        frontier = (
+            set(edges.filter(to_memoryrecord_id__in=record_id_set(frontier)).values_list("from_memoryrecord_id", flat=True))
+            - roots
+            - found
+        )
         found |= frontier
     return found
 

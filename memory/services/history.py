@@ -19,7 +19,16 @@ from memory.models import TRANSITIONS, MemoryRecord
 from memory.policy import checked_note
 
 # Fields a transition may change; bulk updates write exactly these.
-TRANSITION_FIELDS = ["status", "status_changed_at", "version", "trust", "reviewed_by", "reviewed_at", "confirmed_at", "expires_at"]
+TRANSITION_FIELDS = [
+    "status",
+    "status_changed_at",
+    "version",
+    "trust",
+    "reviewed_by",
+    "reviewed_at",
+    "confirmed_at",
+    "expires_at",
+]
 
 # The history columns `_copy_into_history` fills besides the tracked fields (a test keeps this in
 # step with the history model).
@@ -35,8 +44,7 @@ def _stamp(record: MemoryRecord, *, actor: Actor, reason: str, note: str = "") -
         record._history_user = actor.user
 
 
-def _bulk_transition(ids: list[uuid.UUID], *, transition: str, now: datetime, actor: Actor, reason: str,
-                     note: str = "") -> int:
+def _bulk_transition(ids: list[uuid.UUID], *, transition: str, now: datetime, actor: Actor, reason: str, note: str = "") -> int:
     """Move a batch of locked records to `transition`'s target status with one history row each,
     entirely in the database: one UPDATE for the records, one INSERT ... SELECT copying them into
     the history table (what simple-history would write, without loading a row into Python). The
@@ -55,8 +63,9 @@ def _count_moved(transition: str, changed: int) -> None:
     count_on_commit(TRANSITION_COUNT, transition, changed)
 
 
-def _bulk_transition_in_place(selected: QuerySet, *, transition: str, now: datetime, actor: Actor, reason: str,
-                              note: str = "") -> int:
+def _bulk_transition_in_place(
+    selected: QuerySet, *, transition: str, now: datetime, actor: Actor, reason: str, note: str = ""
+) -> int:
     """PostgreSQL: `_bulk_transition` of the records `selected` (a queryset of primary keys, which
     may lock them: `select_for_update(skip_locked=True)`) as one statement, without the keys
     travelling to Python and back: the selection, the UPDATE and the history INSERT ... SELECT from
@@ -64,8 +73,12 @@ def _bulk_transition_in_place(selected: QuerySet, *, transition: str, now: datet
     connection = connections[router.db_for_write(MemoryRecord)]
     selected_sql, selected_params = selected.query.sql_with_params()
     sql = f"WITH selected (at) AS ({selected_sql}), {_in_place_transition_sql(connection, match='r.id = selected.at')}"
-    params = (*selected_params, TRANSITIONS[transition][1], connection.ops.adapt_datetimefield_value(now),
-              *_history_params(history_date=now, actor=actor, reason=reason, note=note))
+    params = (
+        *selected_params,
+        TRANSITIONS[transition][1],
+        connection.ops.adapt_datetimefield_value(now),
+        *_history_params(history_date=now, actor=actor, reason=reason, note=note),
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         changed = cursor.fetchone()[0]
@@ -80,8 +93,14 @@ def _history_tracked_fields() -> list:
 def _history_params(*, history_date: datetime, actor: Actor, reason: str, note: str) -> tuple:
     """The values of HISTORY_COLUMNS, in that order."""
     connection = connections[router.db_for_write(MemoryRecord)]
-    return (connection.ops.adapt_datetimefield_value(history_date), reason, "~",
-            actor.user.pk if actor.user is not None else None, actor.label, checked_note(note))
+    return (
+        connection.ops.adapt_datetimefield_value(history_date),
+        reason,
+        "~",
+        actor.user.pk if actor.user is not None else None,
+        actor.label,
+        checked_note(note),
+    )
 
 
 def _copy_into_history(ids: list[uuid.UUID], *, history_date: datetime, actor: Actor, reason: str, note: str) -> None:

@@ -34,7 +34,9 @@ def write_last_used(*, record_ids: Iterable[uuid.UUID], at: datetime, granularit
     ids = list(record_ids)
     if not ids:
         return 0
-    due = MemoryRecord.objects.filter(pk__in=record_id_set(ids)).filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity))
+    due = MemoryRecord.objects.filter(pk__in=record_id_set(ids)).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=at - granularity)
+    )
     with transaction.atomic():
         # A record another transaction holds (an expire batch, a forget) is skipped, not waited for:
         # a web process flushes after a response, and waiting would keep it from the next request.

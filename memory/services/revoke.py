@@ -36,28 +36,45 @@ class RevokedSource:
 
     # what each kind of source is called in a record's quarantine reason (never its value: session
     # ids and URIs are provenance, which forget propagation scrubs from records and history)
-    KINDS = {"credential_id": "an agent token", "agent_id": "an agent", "session_id": "a session",
-             "source_uri_prefix": "a source address"}
+    KINDS = {
+        "credential_id": "an agent token",
+        "agent_id": "an agent",
+        "session_id": "a session",
+        "source_uri_prefix": "a source address",
+    }
 
     @property
     def kind(self) -> str:
         given = [name for name in self.KINDS if getattr(self, name)]
         if len(given) != 1:
-            raise ValidationFailed("Name exactly one source to revoke: a credential, an agent, a session id or a source-URI prefix.",
-                                   errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix."]})
+            raise ValidationFailed(
+                "Name exactly one source to revoke: a credential, an agent, a session id or a source-URI prefix.",
+                errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix."]},
+            )
         return given[0]
 
     def hold(self) -> SourceHold:
         """The open hold that sends a revoked session's or address's later writes to quarantine."""
-        scope, value = ((SourceHold.Scope.SESSION, self.session_id) if self.kind == "session_id"
-                        else (SourceHold.Scope.URI_PREFIX, self.source_uri_prefix))
-        return SourceHold(tenant_id=self.tenant_id, scope=scope, key=source_fingerprint(self.tenant_id, scope, value),
-                          prefix_length=len(value) if scope == SourceHold.Scope.URI_PREFIX else None,
-                          cause=SourceHold.Cause.REVOKED)
+        scope, value = (
+            (SourceHold.Scope.SESSION, self.session_id)
+            if self.kind == "session_id"
+            else (SourceHold.Scope.URI_PREFIX, self.source_uri_prefix)
+        )
+        return SourceHold(
+            tenant_id=self.tenant_id,
+            scope=scope,
+            key=source_fingerprint(self.tenant_id, scope, value),
+            prefix_length=len(value) if scope == SourceHold.Scope.URI_PREFIX else None,
+            cause=SourceHold.Cause.REVOKED,
+        )
 
     def records_written(self, scope: QuerySet[MemoryRecord]) -> QuerySet[MemoryRecord]:
-        lookup = {"credential_id": "written_by_id", "agent_id": "agent_id", "session_id": "session_id",
-                  "source_uri_prefix": "source_uri__startswith"}[self.kind]
+        lookup = {
+            "credential_id": "written_by_id",
+            "agent_id": "agent_id",
+            "session_id": "session_id",
+            "source_uri_prefix": "source_uri__startswith",
+        }[self.kind]
         return scope.filter(tenant_id=self.tenant_id, **{lookup: getattr(self, self.kind)})
 
 
@@ -79,8 +96,15 @@ def revocation_targets(*, source: RevokedSource, actor: Actor) -> tuple[list[uui
     written = source.records_written(records_in_scope(actor)).exclude(status=Status.FORGOTTEN)
     lineage = derived_at_any_depth(written.values_list("pk", flat=True))
     direct = sorted(written.filter(status__in=movable).values_list("pk", flat=True))
-    derived = (records_in_scope(actor).filter(tenant_id=source.tenant_id, status__in=movable, pk__in=record_id_set(lineage))
-               .values_list("pk", flat=True)) if lineage else []
+    derived = (
+        (
+            records_in_scope(actor)
+            .filter(tenant_id=source.tenant_id, status__in=movable, pk__in=record_id_set(lineage))
+            .values_list("pk", flat=True)
+        )
+        if lineage
+        else []
+    )
     return direct, sorted(derived)
 
 
@@ -107,7 +131,8 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
             held = SourceHold.objects.get(tenant_id=wanted.tenant_id, scope=wanted.scope, key=wanted.key, cleared_at__isnull=True)
         if kind in ("credential_id", "agent_id"):  # a revoked agent's tokens are revoked with it
             tokens = AgentCredential.objects.filter(agent__tenant_id=source.tenant_id).filter(
-                **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id}))
+                **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id})
+            )
             token_revoked = bool(revoke_tokens(tokens, at=now))
         direct, derived = revocation_targets(source=source, actor=actor)
         # One pass in key order; keeps those still active once locked (a concurrent decision may
@@ -115,11 +140,14 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
         locked = set(_forget_locked([*direct, *derived], transition="revoke"))
         moved: dict[bool, list[uuid.UUID]] = {}
         for is_derived, ids in ((False, direct), (True, derived)):
-            why = (f"Derived from a memory whose source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again."
-                   if is_derived else f"Its source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again.")
+            why = (
+                f"Derived from a memory whose source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again."
+                if is_derived
+                else f"Its source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again."
+            )
             moved[is_derived] = [pk for pk in ids if pk in locked]
             for start in range(0, len(moved[is_derived]), CHUNK):
-                chunk = moved[is_derived][start:start + CHUNK]
+                chunk = moved[is_derived][start : start + CHUNK]
                 MemoryRecord.objects.filter(pk__in=chunk).update(trust=Trust.UNTRUSTED, quarantine_reason=why)
                 _bulk_transition(chunk, transition="revoke", now=now, actor=actor, reason=f"{actor.channel}.revoke", note=note)
     return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked, hold=held)

@@ -55,7 +55,12 @@ def _check_applies(record: MemoryRecord, name: str, expected_version: int) -> No
 
 
 def _transition(
-    name: str, *, record_id: uuid.UUID | str, expected_version: int, actor: Actor, note: str = "",
+    name: str,
+    *,
+    record_id: uuid.UUID | str,
+    expected_version: int,
+    actor: Actor,
+    note: str = "",
     mutate: Callable[[MemoryRecord, datetime], None] | None = None,
 ) -> MemoryRecord:
     _, target = TRANSITIONS[name]
@@ -89,6 +94,7 @@ def _require_human(actor: Actor, action: str) -> None:
 def _mark_reviewed(actor: Actor, *, verified: bool = True) -> Callable[[MemoryRecord, datetime], None]:
     """Who reviewed the record and when; `verified`: the review vouched for it (a rejection does
     not: a refused claim keeps the trust it came with, it is not "verified")."""
+
     def mutate(record: MemoryRecord, now: datetime) -> None:
         if verified:
             record.trust = Trust.VERIFIED
@@ -114,7 +120,8 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
                 count_conflict("supersession")
                 raise Conflict(
                     f"This memory corrects one that is now {previous.status}: the correction no longer applies. "
-                    "Reject it, or let the agent write it again.", code="supersedes_not_active",
+                    "Reject it, or let the agent write it again.",
+                    code="supersedes_not_active",
                 )
             corrected.append(previous)
         review(record, now)
@@ -124,7 +131,9 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
         corrects = records_in_scope(actor).filter(pk=record_id).values_list("supersedes_id", flat=True).first()
         if corrects is not None:  # the correction and the record it corrects, in key order
             _lock_in_order([record_id, corrects])
-        record = _transition("promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
+        record = _transition(
+            "promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate
+        )
         for previous in corrected:
             _supersede_locked(previous, actor=actor, reason=f"{actor.channel}.supersede", now=record.reviewed_at, note=note)
         return record
@@ -133,8 +142,14 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
 def memory_reject(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
     """quarantined -> rejected. Humans only."""
     _require_human(actor, "reject")
-    return _transition("reject", record_id=record_id, expected_version=expected_version, actor=actor, note=note,
-                       mutate=_mark_reviewed(actor, verified=False))
+    return _transition(
+        "reject",
+        record_id=record_id,
+        expected_version=expected_version,
+        actor=actor,
+        note=note,
+        mutate=_mark_reviewed(actor, verified=False),
+    )
 
 
 def memory_confirm(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
@@ -175,9 +190,7 @@ def memory_restore(*, record_id, expected_version: int, actor: Actor, note: str 
     return _transition("restore", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate)
 
 
-def memory_supersede(
-    *, record_id, expected_version: int, actor: Actor, content: str, note: str = ""
-) -> MemoryRecord:
+def memory_supersede(*, record_id, expected_version: int, actor: Actor, content: str, note: str = "") -> MemoryRecord:
     """A reviewer's correction: a new active, verified record with the corrected content replaces
     the old one, which becomes superseded. The new record's provenance names the reviewer."""
     _require_human(actor, "supersede")
@@ -187,14 +200,35 @@ def memory_supersede(
         now = timezone.now()
         username = actor.user.get_username()
         record = MemoryRecord(
-            tenant_id=old.tenant_id, agent_id=old.agent_id, subject=old.subject, purpose=old.purpose, kind_id=old.kind_id,
-            content=content, content_hash=content_digest(content),
-            source_type=SourceType.OPERATOR_CONFIG, source_uri=f"review://{username}/corrects/{old.pk}",
-            session_id="", turn_id="", tool="", source_version=str(old.version), observed_at=now, contaminated=False,
-            authority=Authority.OPERATOR, trust=Trust.VERIFIED, reviewed_by=actor.user, reviewed_at=now,
-            confidence=1.0, created_at=now, confirmed_at=now, status_changed_at=now,
+            tenant_id=old.tenant_id,
+            agent_id=old.agent_id,
+            subject=old.subject,
+            purpose=old.purpose,
+            kind_id=old.kind_id,
+            content=content,
+            content_hash=content_digest(content),
+            source_type=SourceType.OPERATOR_CONFIG,
+            source_uri=f"review://{username}/corrects/{old.pk}",
+            session_id="",
+            turn_id="",
+            tool="",
+            source_version=str(old.version),
+            observed_at=now,
+            contaminated=False,
+            authority=Authority.OPERATOR,
+            trust=Trust.VERIFIED,
+            reviewed_by=actor.user,
+            reviewed_at=now,
+            confidence=1.0,
+            created_at=now,
+            confirmed_at=now,
+            status_changed_at=now,
             expires_at=correction_expires_at(old.kind, now),
-            valid_from=None, valid_to=None, status=Status.ACTIVE, version=1, supersedes=old,
+            valid_from=None,
+            valid_to=None,
+            status=Status.ACTIVE,
+            version=1,
+            supersedes=old,
         )
         _stamp(record, actor=actor, reason=f"{actor.channel}.correct", note=note)
         record.save(force_insert=True)
@@ -204,7 +238,13 @@ def memory_supersede(
 
 
 def memory_supersede_by(
-    *, record_id, expected_version: int, by_record_id, actor: Actor, note: str = "", action: str = "supersede_by",
+    *,
+    record_id,
+    expected_version: int,
+    by_record_id,
+    actor: Actor,
+    note: str = "",
+    action: str = "supersede_by",
 ) -> MemoryRecord:
     """A reviewer's decision that an existing active record replaces another one (its duplicate, or
     the losing side of a contradiction): `record_id` becomes superseded. Humans only.
@@ -232,7 +272,11 @@ def memory_supersede_by(
         if replacement.status != Status.ACTIVE:
             count_conflict("invalid_transition")
             raise InvalidTransition(f"The replacing memory is {replacement.status}, not active.", code="replacement_not_active")
-        if (record.tenant_id, record.agent_id, record.purpose) != (replacement.tenant_id, replacement.agent_id, replacement.purpose):
+        if (record.tenant_id, record.agent_id, record.purpose) != (
+            replacement.tenant_id,
+            replacement.agent_id,
+            replacement.purpose,
+        ):
             raise InvalidTransition("The replacing memory belongs to another agent or purpose.", code="scope_mismatch")
         history_note = checked_note(f"Superseded by {replacement.pk}." + (f" {note}" if note else ""))
         _supersede_locked(record, actor=actor, reason=f"{actor.channel}.{action}", now=timezone.now(), note=history_note)

@@ -65,8 +65,10 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
     Raises ValidationFailed (400), ScopeDenied (403) or Conflict (409); on any error nothing is written.
     """
     if idempotency_key is not None and not (0 < len(idempotency_key) <= IDEMPOTENCY_KEY_MAX_CHARS):
-        raise ValidationFailed(f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} characters.",
-                               errors={"Idempotency-Key": ["Invalid length."]})
+        raise ValidationFailed(
+            f"Idempotency-Key must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} characters.",
+            errors={"Idempotency-Key": ["Invalid length."]},
+        )
     fingerprint = request_fingerprint(data) if idempotency_key else ""
     if idempotency_key:
         replay = _idempotent_replay(credential, idempotency_key, fingerprint)  # a retry's fast path
@@ -101,9 +103,13 @@ def _checked_draft(data: Any, *, credential: AgentCredential, now: datetime) -> 
 def _allowed(draft: WriteDraft, credential: AgentCredential) -> WriteDraft:
     """The draft if the credential may write it, else ScopeDenied or ValidationFailed."""
     if not credential.allows_purpose(draft.purpose):
-        raise ScopeDenied(f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]})
+        raise ScopeDenied(
+            f"This token may not use purpose '{draft.purpose}'.", errors={"purpose": ["Not allowed for this token."]}
+        )
     if draft.authority == Authority.OPERATOR and not credential.can_assert_operator:
-        raise ScopeDenied("This token may not assert operator authority.", errors={"authority": ["Operator authority not allowed."]})
+        raise ScopeDenied(
+            "This token may not assert operator authority.", errors={"authority": ["Operator authority not allowed."]}
+        )
     if draft.derived_from and draft.authority != Authority.AGENT:
         raise ValidationFailed(
             "A derived record is the agent's own claim.", errors={"authority": ["Derived records must have authority 'agent'."]}
@@ -129,8 +135,9 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     sources = _derivation_sources(draft, credential) if draft.derived_from else []
     superseded = _lock_supersession_target(draft, credential) if draft.supersedes else None
     contaminated = any(source.contaminated for source in sources)
-    record = _new_record(draft, credential=credential, actor=actor, now=now, gate=gate, contaminated=contaminated,
-                         supersedes=superseded)
+    record = _new_record(
+        draft, credential=credential, actor=actor, now=now, gate=gate, contaminated=contaminated, supersedes=superseded
+    )
     record.save(force_insert=True)
     count_on_commit(WRITES, record.status)
     on_activation([record])
@@ -141,8 +148,16 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     return record
 
 
-def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor, now: datetime, gate: Gate,
-                contaminated: bool = False, supersedes: MemoryRecord | None = None) -> MemoryRecord:
+def _new_record(
+    draft: WriteDraft,
+    *,
+    credential: AgentCredential,
+    actor: Actor,
+    now: datetime,
+    gate: Gate,
+    contaminated: bool = False,
+    supersedes: MemoryRecord | None = None,
+) -> MemoryRecord:
     """The unsaved record a write stores, admitted or quarantined (memory.admission), stamped for its
     history row; a contaminated one holds its session for the writes that follow."""
     agent = credential.agent
@@ -150,15 +165,36 @@ def _new_record(draft: WriteDraft, *, credential: AgentCredential, actor: Actor,
     flags = risk_flags_value(draft.content)
     status, trust, why = admission(draft, credential, gate, risk_flags=flags, contaminated=contaminated)
     record = MemoryRecord(
-        tenant=agent.tenant, agent=agent, subject=draft.subject, purpose=draft.purpose, kind=draft.kind,
-        content=draft.content, content_hash=content_digest(draft.content),
-        source_type=provenance["source_type"], source_uri=provenance["uri"], session_id=provenance["session_id"],
-        turn_id=provenance["turn_id"], tool=provenance["tool"], source_version=provenance["source_version"],
-        observed_at=provenance["observed_at"], contaminated=provenance["contaminated"],
-        authority=draft.authority, trust=trust, quarantine_reason=why, confidence=draft.confidence,
-        created_at=now, confirmed_at=now, status_changed_at=now, expires_at=draft.expires_at,
-        valid_from=draft.valid_from, valid_to=draft.valid_to, status=status, version=1, supersedes=supersedes,
-        written_by=credential, risk_flags=flags,
+        tenant=agent.tenant,
+        agent=agent,
+        subject=draft.subject,
+        purpose=draft.purpose,
+        kind=draft.kind,
+        content=draft.content,
+        content_hash=content_digest(draft.content),
+        source_type=provenance["source_type"],
+        source_uri=provenance["uri"],
+        session_id=provenance["session_id"],
+        turn_id=provenance["turn_id"],
+        tool=provenance["tool"],
+        source_version=provenance["source_version"],
+        observed_at=provenance["observed_at"],
+        contaminated=provenance["contaminated"],
+        authority=draft.authority,
+        trust=trust,
+        quarantine_reason=why,
+        confidence=draft.confidence,
+        created_at=now,
+        confirmed_at=now,
+        status_changed_at=now,
+        expires_at=draft.expires_at,
+        valid_from=draft.valid_from,
+        valid_to=draft.valid_to,
+        status=status,
+        version=1,
+        supersedes=supersedes,
+        written_by=credential,
+        risk_flags=flags,
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
     gate.observe(record)
@@ -169,7 +205,10 @@ def _derivation_sources(draft: WriteDraft, credential: AgentCredential) -> list[
     agent = credential.agent
     sources = list(
         MemoryRecord.objects.filter(
-            pk__in=draft.derived_from, tenant_id=agent.tenant_id, agent=agent, purpose=draft.purpose,
+            pk__in=draft.derived_from,
+            tenant_id=agent.tenant_id,
+            agent=agent,
+            purpose=draft.purpose,
         ).exclude(status=Status.FORGOTTEN)
     )
     if len(sources) != len(draft.derived_from):

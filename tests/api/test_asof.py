@@ -36,14 +36,16 @@ def as_of(client, record_id, moment):
 
 
 def test_a_record_promoted_superseded_and_forgotten_shows_each_state_and_never_its_content(
-        write, reviewer_client, reviewer_actor, tenant):
+    write, reviewer_client, reviewer_actor, tenant
+):
     secret = "Customer Dana's home door code is 4711."
     record = write(content=secret, subject="customer/dana", **UNTRUSTED)
     at_quarantined = tick()
     memory_promote(record_id=record.pk, expected_version=1, actor=reviewer_actor, note="checked")
     at_active = tick()
-    correction = memory_supersede(record_id=record.pk, expected_version=2, actor=reviewer_actor,
-                                  content="Customer Dana's door code changed.")
+    correction = memory_supersede(
+        record_id=record.pk, expected_version=2, actor=reviewer_actor, content="Customer Dana's door code changed."
+    )
     at_superseded = tick()
 
     states = {}
@@ -100,31 +102,49 @@ def test_a_pruned_record_is_reported_gone(write, reviewer_client, reviewer_actor
 
 
 def test_agents_may_not_use_as_of_and_reviewers_only_see_their_tenants(
-        write, agent_client, client_for, other_tenant, make_reviewer, credential):
+    write, agent_client, client_for, other_tenant, make_reviewer, credential
+):
     record = write()
     moment = tick()
     body = assert_problem(as_of(agent_client, record.pk, moment), 403)
     assert "reviewers" in body["detail"].lower()
     assert agent_client.get(f"{MEMORIES}{record.pk}/").status_code == 200  # the live read is unchanged
-    assert_problem(agent_client.post(RECALL, {"purpose": "support", "as_of": iso(moment)}, format="json"), 403,
-                   errors={"as_of"})
+    assert_problem(agent_client.post(RECALL, {"purpose": "support", "as_of": iso(moment)}, format="json"), 403, errors={"as_of"})
     outsider = client_for(make_reviewer(other_tenant, username="olga"))
     assert_problem(as_of(outsider, record.pk, moment), 404)
-    assert_problem(outsider.post(RECALL, {"purpose": "support", "as_of": iso(moment), "tenant": "acme",
-                                          "agent": "support-bot"}, format="json"), 404)
+    assert_problem(
+        outsider.post(
+            RECALL, {"purpose": "support", "as_of": iso(moment), "tenant": "acme", "agent": "support-bot"}, format="json"
+        ),
+        404,
+    )
 
 
 def test_reviewer_recall_needs_as_of_tenant_and_agent(reviewer_client):
     # Without as_of a reviewer's recall stays what it was: a 403 (recall in the present is an agent's).
-    assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "tenant": "acme", "agent": "support-bot"},
-                                        format="json"), 403, errors={"as_of"})
-    body = assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": iso(timezone.now())},
-                                               format="json"), 400)
+    assert_problem(
+        reviewer_client.post(RECALL, {"purpose": "support", "tenant": "acme", "agent": "support-bot"}, format="json"),
+        403,
+        errors={"as_of"},
+    )
+    body = assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": iso(timezone.now())}, format="json"), 400)
     assert {"tenant", "agent"} <= set(body["errors"])
-    assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": "soon", "tenant": "acme",
-                                                 "agent": "support-bot"}, format="json"), 400, errors={"as_of"})
-    assert_problem(reviewer_client.post(RECALL, {"purpose": "support", "as_of": iso(timezone.now()), "tenant": "acme",
-                                                 "agent": "support-bot", "extra": 1}, format="json"), 400, errors={"extra"})
+    assert_problem(
+        reviewer_client.post(
+            RECALL, {"purpose": "support", "as_of": "soon", "tenant": "acme", "agent": "support-bot"}, format="json"
+        ),
+        400,
+        errors={"as_of"},
+    )
+    assert_problem(
+        reviewer_client.post(
+            RECALL,
+            {"purpose": "support", "as_of": iso(timezone.now()), "tenant": "acme", "agent": "support-bot", "extra": 1},
+            format="json",
+        ),
+        400,
+        errors={"extra"},
+    )
 
 
 def _recall(client, **body):
@@ -136,13 +156,17 @@ def _recall(client, **body):
 QUERY = {"query": "how does acme want to be contacted about invoices", "subject": "customer/acme"}
 
 
-def test_as_of_recall_returns_what_recall_returned_then(write, agent_client, reviewer_client, reviewer_actor, tenant,
-                                                         credential):
+def test_as_of_recall_returns_what_recall_returned_then(write, agent_client, reviewer_client, reviewer_actor, tenant, credential):
     """Must show: recall, change records (promote, supersede, retire, forget), then ask as of the
     first moment: the same ids in the same order, with the same scores and context lines."""
-    contents = ["Acme wants invoices by email.", "Acme prefers to be contacted by phone about outages.",
-                "Acme's invoices go to the finance team.", "Contact acme through the portal.",
-                "Acme likes short answers.", "Acme wants to be contacted in German."]
+    contents = [
+        "Acme wants invoices by email.",
+        "Acme prefers to be contacted by phone about outages.",
+        "Acme's invoices go to the finance team.",
+        "Contact acme through the portal.",
+        "Acme likes short answers.",
+        "Acme wants to be contacted in German.",
+    ]
     records = [write(content=text) for text in contents]
     waiting = write(content="Acme wants invoices contacted via fax.", **UNTRUSTED)  # quarantined then
     other = write(content="Globex wants invoices by email too.", subject="customer/globex")
@@ -177,8 +201,9 @@ def test_as_of_recall_returns_what_recall_returned_then(write, agent_client, rev
     assert small_then["omitted_for_budget"] == then_small["omitted_for_budget"]
 
 
-def test_as_of_recall_without_a_subject_withholds_records_forgotten_since(write, agent_client, reviewer_client,
-                                                                           reviewer_actor, tenant):
+def test_as_of_recall_without_a_subject_withholds_records_forgotten_since(
+    write, agent_client, reviewer_client, reviewer_actor, tenant
+):
     kept = write(content="Acme wants invoices by email.")
     gone = write(content="Dana wants invoices by carrier pigeon.", subject="customer/dana")
     then = _recall(agent_client, query="invoices")
@@ -188,8 +213,11 @@ def test_as_of_recall_without_a_subject_withholds_records_forgotten_since(write,
     for propagated in (False, True):
         if propagated:
             propagate_forgets(now=timezone.now(), batch_size=100)
-        response = reviewer_client.post(RECALL, {"purpose": "support", "query": "invoices", "as_of": iso(moment),
-                                                 "tenant": "acme", "agent": "support-bot"}, format="json")
+        response = reviewer_client.post(
+            RECALL,
+            {"purpose": "support", "query": "invoices", "as_of": iso(moment), "tenant": "acme", "agent": "support-bot"},
+            format="json",
+        )
         body = response.json()
         assert [i["id"] for i in body["items"]] == [str(kept.pk)]
         assert body["as_of"]["withheld"] == [str(gone.pk)]
@@ -207,9 +235,17 @@ def test_as_of_endpoints_use_a_constant_number_of_queries(write, reviewer_client
         with CaptureQueriesContext(connection) as record_queries:
             assert as_of(reviewer_client, target.pk, timezone.now()).status_code == 200
         with CaptureQueriesContext(connection) as recall_queries:
-            response = reviewer_client.post(RECALL, {"purpose": "support", "query": "acme invoice contact email",
-                                                     "as_of": iso(moment), "tenant": "acme", "agent": "support-bot"},
-                                            format="json")
+            response = reviewer_client.post(
+                RECALL,
+                {
+                    "purpose": "support",
+                    "query": "acme invoice contact email",
+                    "as_of": iso(moment),
+                    "tenant": "acme",
+                    "agent": "support-bot",
+                },
+                format="json",
+            )
             assert response.status_code == 200
         return len(record_queries), len(recall_queries)
 

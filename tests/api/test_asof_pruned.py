@@ -54,8 +54,7 @@ def test_a_pruned_record_read_as_of_any_moment_is_410_with_when_it_was_pruned(wr
     assert body["type"].endswith(":not_yet") and "pruned" in body["detail"]
 
 
-def test_the_trace_of_another_tenants_pruned_record_stays_hidden(write, reviewer_actor, client_for, make_reviewer,
-                                                                 other_tenant):
+def test_the_trace_of_another_tenants_pruned_record_stays_hidden(write, reviewer_actor, client_for, make_reviewer, other_tenant):
     record = write()
     at_active = tick()
     memory_retire(record_id=record.pk, expected_version=1, actor=reviewer_actor)
@@ -65,8 +64,9 @@ def test_the_trace_of_another_tenants_pruned_record_stays_hidden(write, reviewer
     assert "pruned_at" not in body
 
 
-def test_as_of_recall_lists_the_scopes_records_pruned_since_under_pruned(write, reviewer_client, reviewer_actor,
-                                                                         make_credential, tenant):
+def test_as_of_recall_lists_the_scopes_records_pruned_since_under_pruned(
+    write, reviewer_client, reviewer_actor, make_credential, tenant
+):
     billing_token = make_credential(tenant, purposes=("support", "billing"))
     kept = write(content="Acme wants invoices by email.")
     retired = write(content="Acme wants invoices by fax.")
@@ -120,13 +120,23 @@ def test_the_trace_keeps_no_content_no_subject_and_no_provenance(write, reviewer
     for personal in (secret, "4711", subject, "dana", "chat://", "s-1"):
         assert personal not in stored.lower()
     columns = {field.name for field in PrunedRecord._meta.get_fields()}
-    assert not columns & {"content", "content_hash", "subject", "source_uri", "session_id", "turn_id", "tool",
-                          "source_version", "history_note"}
+    assert not columns & {
+        "content",
+        "content_hash",
+        "subject",
+        "source_uri",
+        "session_id",
+        "turn_id",
+        "tool",
+        "source_version",
+        "history_note",
+    }
     assert not PrunedRecord.objects.filter(pk=correction.pk).exists()  # only what was pruned
 
 
 def test_a_forget_after_pruning_finds_the_trace_under_the_same_fingerprint_and_shows_no_subject(
-        write, reviewer_client, reviewer_actor, tenant):
+    write, reviewer_client, reviewer_actor, tenant
+):
     record = write(content="Dana wants invoices by pigeon.", subject="customer/dana")
     moment = tick()
     memory_retire(record_id=record.pk, expected_version=1, actor=reviewer_actor)
@@ -197,15 +207,23 @@ def test_the_recall_as_of_page_says_records_were_pruned_since(client, reviewer, 
     memory_retire(record_id=record.pk, expected_version=1, actor=reviewer_actor)
     prune(now=timezone.now() + purge_time(), batch_size=100)
     client.force_login(reviewer)
-    page = client.get("/review/recall-as-of/", {"query": "invoices", "agent": credential.agent.pk, "purpose": "support",
-                                                "as_of": moment.strftime("%Y-%m-%dT%H:%M:%S.%f")})
+    page = client.get(
+        "/review/recall-as-of/",
+        {
+            "query": "invoices",
+            "agent": credential.agent.pk,
+            "purpose": "support",
+            "as_of": moment.strftime("%Y-%m-%dT%H:%M:%S.%f"),
+        },
+    )
     assert page.status_code == 200
     assert [entry.id for entry in page.context["reconstructed"].pruned] == [record.pk]
     assert "1 record(s) of this scope that were active then have been pruned since" in page.content.decode()
 
 
-def test_a_record_that_expired_before_it_was_retired_counts_as_active_only_until_its_expiry(write, reviewer_client,
-                                                                                            reviewer_actor):
+def test_a_record_that_expired_before_it_was_retired_counts_as_active_only_until_its_expiry(
+    write, reviewer_client, reviewer_actor
+):
     record = write(content="Acme wants invoices by fax.")
     history = MemoryRecord.history.model.objects.filter(id=record.pk)
     expired_at = history.get().history_date + timedelta(microseconds=10)

@@ -39,7 +39,11 @@ def test_a_cached_credential_carries_its_agent_and_tenant(credential, agent_clie
         cached = usable_credential(credential.raw_token)
     assert len(captured) == 0
     assert (cached.pk, cached.agent.slug, cached.agent.tenant.slug, cached.purposes) == (
-        credential.pk, "support-bot", "acme", ["support"])
+        credential.pk,
+        "support-bot",
+        "acme",
+        ["support"],
+    )
 
 
 def test_saving_a_revoked_credential_refuses_its_cached_token_at_once(credential, agent_client):
@@ -58,7 +62,12 @@ def test_revoking_the_credential_refuses_its_cached_token_at_once(tenant, creden
 
 
 def test_revoking_an_agent_revokes_its_tokens_and_leaves_other_agents_tokens(
-    tenant, credential, agent_client, make_credential, client_for, reviewer_actor,
+    tenant,
+    credential,
+    agent_client,
+    make_credential,
+    client_for,
+    reviewer_actor,
 ):
     second = make_credential(tenant, purposes=("support",))  # the same agent's second token
     other = make_credential(tenant, agent_slug="sales-bot")
@@ -70,7 +79,10 @@ def test_revoking_an_agent_revokes_its_tokens_and_leaves_other_agents_tokens(
     assert_problem(agent_client.get(MEMORIES), 401)
     assert_problem(second_client.get(MEMORIES), 401)
     assert other_client.get(MEMORIES).status_code == 200
-    assert set(AgentCredential.objects.filter(revoked_at__isnull=False).values_list("pk", flat=True)) == {credential.pk, second.pk}
+    assert set(AgentCredential.objects.filter(revoked_at__isnull=False).values_list("pk", flat=True)) == {
+        credential.pk,
+        second.pk,
+    }
 
 
 def test_the_admin_revoke_action_refuses_the_cached_token_at_once(credential, agent_client, django_user_model):

@@ -41,14 +41,17 @@ def test_each_item_is_written_as_a_single_write_would_be_in_item_order(agent_cli
     assert MemoryRecord.objects.count() == 3
 
 
-@pytest.mark.parametrize("body", [
-    [memory_body()],
-    {"items": memory_body()},
-    {"items": []},
-    {"items": [memory_body(), "not an object"]},
-    {"items": [memory_body()] * 101},
-    {"items": [memory_body()], "extra": True},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        [memory_body()],
+        {"items": memory_body()},
+        {"items": []},
+        {"items": [memory_body(), "not an object"]},
+        {"items": [memory_body()] * 101},
+        {"items": [memory_body()], "extra": True},
+    ],
+)
 def test_a_body_that_is_not_a_list_of_1_to_100_objects_is_a_400_and_writes_nothing(agent_client, body):
     before = _counts()
     assert_problem(agent_client.post(BATCH, body, format="json"), 400)
@@ -66,8 +69,9 @@ def test_item_keys_replay_their_first_result_and_refuse_a_different_body(agent_c
     results = agent_client.post(BATCH, {"items": changed}, format="json").json()["results"]
     assert [r["status"] for r in results] == [409, 201]
     # The same key as a single write's header means the same thing.
-    single = agent_client.post(MEMORIES, {k: v for k, v in items[1].items() if k != "idempotency_key"}, format="json",
-                               headers={"Idempotency-Key": "k-1"})
+    single = agent_client.post(
+        MEMORIES, {k: v for k, v in items[1].items() if k != "idempotency_key"}, format="json", headers={"Idempotency-Key": "k-1"}
+    )
     assert single.status_code == 201 and single.json()["id"] == first[1]["record"]["id"]
 
 
@@ -99,6 +103,7 @@ def test_a_batch_costs_a_few_queries_whatever_its_size(agent_client):
     """Set-based inside: the records, their history rows and their keys are inserted in bulk (SQLite
     splits a bulk insert at its parameter limit, so a bigger batch may take a few more statements),
     never a query per item."""
+
     def queries(n: int) -> int:
         items = [dict(memory_body(content=f"item {n}-{i}"), idempotency_key=f"q-{n}-{i}") for i in range(n)]
         with CaptureQueriesContext(connection) as captured:

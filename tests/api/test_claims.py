@@ -13,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_untrusted_write_is_quarantined_and_recalled_only_after_promotion_with_the_current_version(
-    api_write, agent_client, reviewer_client,
+    api_write,
+    agent_client,
+    reviewer_client,
 ):
     record = api_write(content="Acme's billing contact is Dana.", **UNTRUSTED)
     assert (record["status"], record["trust"], record["version"]) == ("quarantined", "untrusted", 1)
@@ -43,7 +45,9 @@ def test_a_stale_expected_version_cannot_overwrite_the_current_record(api_write,
     current = agent_client.get(f"{MEMORIES}{record['id']}/").json()
     assert (current["status"], current["version"], current["trust"]) == ("active", 2, "verified")
     # A correction naming an old version is refused the same way.
-    stale_fix = agent_client.post(MEMORIES, {**_body_like(record), "supersedes": record["id"], "supersedes_version": 1}, format="json")
+    stale_fix = agent_client.post(
+        MEMORIES, {**_body_like(record), "supersedes": record["id"], "supersedes_version": 1}, format="json"
+    )
     assert_problem(stale_fix, 409)
     assert MemoryRecord.objects.count() == 1
 
@@ -59,7 +63,12 @@ def test_a_correction_supersedes_the_earlier_record_and_recall_returns_only_the_
 
 
 def test_forgetting_a_subject_reports_the_number_affected_and_recall_returns_none_of_them(
-    api_write, agent_client, tenant, make_credential, client_for, reviewer_client,
+    api_write,
+    agent_client,
+    tenant,
+    make_credential,
+    client_for,
+    reviewer_client,
 ):
     other_agent = client_for(make_credential(tenant, agent_slug="sales-bot"))
     mine = [api_write(subject="customer/zed", content=f"Zed likes green tea ({i}).") for i in range(2)]
@@ -109,11 +118,28 @@ def test_expired_and_over_budget_items_are_not_returned(api_write, agent_client)
 
 def test_recall_items_carry_provenance_score_parts_and_a_dated_context_line(api_write, agent_client):
     record = api_write(content="Acme wants invoices by email.", confidence=0.7)
-    body = agent_client.post("/api/v1/recall/", {"purpose": "support", "query": "invoices", "kinds": ["preference"],
-                                                 "subject": "customer/acme", "limit": 5}).json()
+    body = agent_client.post(
+        "/api/v1/recall/",
+        {"purpose": "support", "query": "invoices", "kinds": ["preference"], "subject": "customer/acme", "limit": 5},
+    ).json()
     (item,) = body["items"]
-    assert set(item) == {"id", "kind", "subject", "content", "authority", "trust", "confidence", "provenance",
-                         "created_at", "confirmed_at", "expires_at", "score", "score_parts", "tokens", "context"}
+    assert set(item) == {
+        "id",
+        "kind",
+        "subject",
+        "content",
+        "authority",
+        "trust",
+        "confidence",
+        "provenance",
+        "created_at",
+        "confirmed_at",
+        "expires_at",
+        "score",
+        "score_parts",
+        "tokens",
+        "context",
+    }
     assert item["id"] == record["id"] and item["provenance"] == record["provenance"]
     assert set(item["score_parts"]) == {"lexical", "authority", "confidence", "recency"}
     assert item["score"] == pytest.approx(sum(item["score_parts"].values()), abs=1e-3)
@@ -125,7 +151,8 @@ def test_recall_items_carry_provenance_score_parts_and_a_dated_context_line(api_
 
 def _body_like(record: dict) -> dict:
     return {key: record[key] for key in ("kind", "subject", "purpose", "authority", "confidence", "provenance")} | {
-        "content": "A correction."}
+        "content": "A correction."
+    }
 
 
 def test_a_transition_body_naming_another_tenant_is_forbidden(api_write, agent_client, other_tenant):

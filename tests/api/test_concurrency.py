@@ -66,10 +66,16 @@ def test_promoting_a_correction_while_its_subject_is_forgotten_never_deadlocks(c
     for attempt in range(20):
         subject = f"customer/race-{attempt}"
         original = services.memory_write(credential=credential, data=_body(subject)).record
-        correction = services.memory_write(credential=credential, data=_body(
-            subject, supersedes=str(original.pk), supersedes_version=1, authority="agent",
-            provenance={"source_type": "agent_inference"},
-        )).record
+        correction = services.memory_write(
+            credential=credential,
+            data=_body(
+                subject,
+                supersedes=str(original.pk),
+                supersedes_version=1,
+                authority="agent",
+                provenance={"source_type": "agent_inference"},
+            ),
+        ).record
         if str(original.pk) < str(correction.pk):
             break
     else:
@@ -79,16 +85,20 @@ def test_promoting_a_correction_while_its_subject_is_forgotten_never_deadlocks(c
 
     def promote() -> None:
         try:
-            statuses["promote"] = client_for(reviewer).post(
-                f"{MEMORIES}{correction.pk}/promote/", {"expected_version": 1}, format="json").status_code
+            statuses["promote"] = (
+                client_for(reviewer)
+                .post(f"{MEMORIES}{correction.pk}/promote/", {"expected_version": 1}, format="json")
+                .status_code
+            )
         finally:
             connection.close()
 
     def forget() -> None:
         try:
             time.sleep(0.1)  # the promotion holds its first lock by now
-            statuses["forget"] = client_for(reviewer).post(
-                "/api/v1/forget/", {"subject": subject, "tenant": "acme"}, format="json").status_code
+            statuses["forget"] = (
+                client_for(reviewer).post("/api/v1/forget/", {"subject": subject, "tenant": "acme"}, format="json").status_code
+            )
         finally:
             connection.close()
 

@@ -29,8 +29,12 @@ DATETIME_FIELDS = ["provenance.observed_at", "valid_from", "valid_to", "expires_
 
 
 def _counts() -> tuple[int, int, int, int]:
-    return (MemoryRecord.objects.count(), MemoryRecord.history.count(), IdempotencyKey.objects.count(),
-            ForgetRequest.objects.count())
+    return (
+        MemoryRecord.objects.count(),
+        MemoryRecord.history.count(),
+        IdempotencyKey.objects.count(),
+        ForgetRequest.objects.count(),
+    )
 
 
 def _with(path: str, value, **overrides) -> dict:
@@ -86,8 +90,18 @@ def test_a_list_filter_datetime_out_of_range_is_a_400(agent_client, pages_still_
     assert_problem(agent_client.get(MEMORIES, {name: value}), 400, errors={name})
 
 
-STRING_FIELDS = ["content", "subject", "purpose", "provenance.uri", "provenance.session_id", "provenance.turn_id",
-                 "provenance.source_version", "kind", "authority", "provenance.source_type"]
+STRING_FIELDS = [
+    "content",
+    "subject",
+    "purpose",
+    "provenance.uri",
+    "provenance.session_id",
+    "provenance.turn_id",
+    "provenance.source_version",
+    "kind",
+    "authority",
+    "provenance.source_type",
+]
 
 
 @pytest.mark.parametrize("bad", ["nul\x00inside", "lone \ud800 surrogate", "\udfff"])
@@ -115,8 +129,9 @@ def active_record(write):
 
 def test_nul_in_a_transition_note_is_a_400(agent_client, active_record, pages_still_work):
     record = active_record
-    response = agent_client.post(f"{MEMORIES}{record.pk}/confirm/", json.dumps({"expected_version": 1, "note": "a\x00b"}),
-                                 content_type="application/json")
+    response = agent_client.post(
+        f"{MEMORIES}{record.pk}/confirm/", json.dumps({"expected_version": 1, "note": "a\x00b"}), content_type="application/json"
+    )
     assert_problem(response, 400, errors={"note"})
 
 
@@ -147,8 +162,11 @@ def test_a_float_ttl_or_an_infinite_confidence_is_a_400(agent_client, pages_stil
 
 def test_a_note_longer_than_the_limit_is_refused_not_cut(agent_client, write):
     record = write()
-    assert_problem(agent_client.post(f"{MEMORIES}{record.pk}/confirm/", {"expected_version": 1, "note": "n" * 501},
-                                     format="json"), 400, errors={"note"})
+    assert_problem(
+        agent_client.post(f"{MEMORIES}{record.pk}/confirm/", {"expected_version": 1, "note": "n" * 501}, format="json"),
+        400,
+        errors={"note"},
+    )
     record.refresh_from_db()
     assert record.version == 1
 

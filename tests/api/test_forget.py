@@ -18,7 +18,12 @@ def test_forget_by_an_agent_is_202_propagating_and_readable_with_its_receipts(wr
     assert response.status_code == 202
     created = response.json()
     assert set(created) >= {"id", "subject", "status", "affected", "requested_at", "completed_at", "receipts"}
-    assert (created["status"], created["affected"], created["completed_at"], created["tenant"]) == ("propagating", 2, None, "acme")
+    assert (created["status"], created["affected"], created["completed_at"], created["tenant"]) == (
+        "propagating",
+        2,
+        None,
+        "acme",
+    )
     assert response["Location"] == f"{FORGET}{created['id']}/"
     assert set(MemoryRecord.objects.filter(pk__in=[r.pk for r in records]).values_list("status", flat=True)) == {"forgotten"}
     history = MemoryRecord.history.filter(id=records[0].pk).latest("history_date")
@@ -27,13 +32,17 @@ def test_forget_by_an_agent_is_202_propagating_and_readable_with_its_receipts(wr
     # What the propagation job leaves behind, once it has run.
     request = ForgetRequest.objects.get(pk=created["id"])
     done = timezone.now()
-    PropagationReceipt.objects.create(forget_request=request, artifact="search_index", removed=2, completed_at=done, note="tsvector cleared")
+    PropagationReceipt.objects.create(
+        forget_request=request, artifact="search_index", removed=2, completed_at=done, note="tsvector cleared"
+    )
     request.status, request.completed_at = ForgetRequest.Status.COMPLETED, done
     request.save(update_fields=["status", "completed_at"])
 
     shown = agent_client.get(f"{FORGET}{created['id']}/").json()
     assert (shown["status"], shown["affected"]) == ("completed", 2)
-    assert shown["receipts"] == [{"artifact": "search_index", "removed": 2, "completed_at": shown["completed_at"], "note": "tsvector cleared"}]
+    assert shown["receipts"] == [
+        {"artifact": "search_index", "removed": 2, "completed_at": shown["completed_at"], "note": "tsvector cleared"}
+    ]
 
 
 def test_forgetting_again_is_harmless(write, agent_client):
@@ -61,7 +70,9 @@ def test_a_reviewer_forgets_in_a_tenant_of_theirs(write, tenant, other_tenant, m
     assert MemoryRecord.objects.get(pk=other.pk).status == "active"
 
 
-def test_forget_requests_are_read_only_within_scope(write, agent_client, tenant, other_tenant, make_credential, client_for, make_reviewer):
+def test_forget_requests_are_read_only_within_scope(
+    write, agent_client, tenant, other_tenant, make_credential, client_for, make_reviewer
+):
     write(subject="customer/zed")
     created = agent_client.post(FORGET, {"subject": "customer/zed"}).json()
     url = f"{FORGET}{created['id']}/"
@@ -82,7 +93,9 @@ def test_recall_stops_returning_the_subject_in_the_same_request(write, agent_cli
     assert recall_ids(agent_client, query="phone") == []
 
 
-def test_an_agent_reads_back_only_the_forget_requests_its_own_token_filed(write, agent_client, credential, tenant, make_credential, client_for):
+def test_an_agent_reads_back_only_the_forget_requests_its_own_token_filed(
+    write, agent_client, credential, tenant, make_credential, client_for
+):
     write(subject="customer/zed")
     created = agent_client.post(FORGET, {"subject": "customer/zed"}).json()
     request = ForgetRequest.objects.get(pk=created["id"])
@@ -103,7 +116,8 @@ def test_an_agent_forget_stays_within_its_tokens_purposes(write, agent_client, t
     response = agent_client.post(FORGET, {"subject": "customer/zed"})
     assert response.json()["affected"] == 1
     assert dict(MemoryRecord.objects.filter(pk__in=[mine.pk, other_purpose.pk]).values_list("pk", "status")) == {
-        mine.pk: "forgotten", other_purpose.pk: "active",
+        mine.pk: "forgotten",
+        other_purpose.pk: "active",
     }
 
 

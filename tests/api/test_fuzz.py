@@ -24,9 +24,15 @@ EXAMPLES_PER_OPERATION = 15
 
 # Body rules the schema cannot state (a kind must exist: kinds are admin data; authority must fit the
 # source type; a TTL must fit the kind's maximum) make some schema-valid bodies a documented 400.
-CONFIG = SchemathesisConfig.from_dict({"checks": {"positive_data_acceptance": {
-    "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "429"],
-}}})
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "checks": {
+            "positive_data_acceptance": {
+                "expected-statuses": ["2xx", "400", "401", "403", "404", "409", "429"],
+            }
+        }
+    }
+)
 
 
 def _load_schema():
@@ -57,7 +63,10 @@ def records(write):
 
 
 fuzz = hypothesis.settings(
-    max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
+    max_examples=EXAMPLES_PER_OPERATION,
+    deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=list(HealthCheck),
 )
 
@@ -89,7 +98,9 @@ def test_the_schema_documents_problems_and_refuses_unknown_fields():
             assert {"401", "429"} <= set(operation["responses"]), (path, method)
     request_bodies = {
         operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
-        for operations in raw["paths"].values() for operation in operations.values() if "requestBody" in operation
+        for operations in raw["paths"].values()
+        for operation in operations.values()
+        if "requestBody" in operation
     }
     assert {"MemoryWriteRequest", "TransitionRequest", "RecallQueryRequest"} <= request_bodies
     for name in request_bodies | {"ProvenanceRequest"}:

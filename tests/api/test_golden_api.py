@@ -26,8 +26,15 @@ def records(write):
 
 
 def body(record, **overrides) -> dict:
-    return {"tenant": "acme", "agent": "support-bot", "purpose": "support", "question": "who is the billing contact",
-            "expected": [str(record.pk)], "k": 3, **overrides}
+    return {
+        "tenant": "acme",
+        "agent": "support-bot",
+        "purpose": "support",
+        "question": "who is the billing contact",
+        "expected": [str(record.pk)],
+        "k": 3,
+        **overrides,
+    }
 
 
 def test_a_reviewer_adds_a_golden_question_and_lists_it(reviewer_client, records):
@@ -37,8 +44,14 @@ def test_a_reviewer_adds_a_golden_question_and_lists_it(reviewer_client, records
     created = response.json()
     assert response["Location"].endswith(f"{GOLDEN}{created['id']}/")
     assert {key: created[key] for key in ("tenant", "agent", "purpose", "subject", "question", "expected", "k")} == {
-        "tenant": "acme", "agent": "support-bot", "purpose": "support", "subject": "customer/acme",
-        "question": "who is the billing contact", "expected": [str(records["billing"].pk)], "k": 3}
+        "tenant": "acme",
+        "agent": "support-bot",
+        "purpose": "support",
+        "subject": "customer/acme",
+        "question": "who is the billing contact",
+        "expected": [str(records["billing"].pk)],
+        "k": 3,
+    }
     assert created["created_by"] == "user:rita" and created["last_result"] is None
     listed = reviewer_client.get(GOLDEN).json()
     assert listed["count"] == 1 and listed["results"][0]["id"] == created["id"]
@@ -52,20 +65,23 @@ def test_tenant_may_be_left_out_by_a_reviewer_of_one_tenant_and_k_defaults_to_te
     assert response.status_code == 201 and response.json()["k"] == 10 and response.json()["subject"] == ""
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"question": ""}, "question"),
-    ({"question": 42}, "question"),
-    ({"question": "x" * 1001}, "question"),
-    ({"expected": []}, "expected"),
-    ({"expected": "not-a-list"}, "expected"),
-    ({"expected": ["not-a-uuid"]}, "expected.0"),
-    ({"k": 0}, "k"),
-    ({"k": 51}, "k"),
-    ({"k": "3"}, "k"),
-    ({"purpose": None}, "purpose"),
-    ({"agent": "no-such-bot"}, "agent"),
-    ({"expected_ids": []}, "expected_ids"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"question": ""}, "question"),
+        ({"question": 42}, "question"),
+        ({"question": "x" * 1001}, "question"),
+        ({"expected": []}, "expected"),
+        ({"expected": "not-a-list"}, "expected"),
+        ({"expected": ["not-a-uuid"]}, "expected.0"),
+        ({"k": 0}, "k"),
+        ({"k": 51}, "k"),
+        ({"k": "3"}, "k"),
+        ({"purpose": None}, "purpose"),
+        ({"agent": "no-such-bot"}, "agent"),
+        ({"expected_ids": []}, "expected_ids"),
+    ],
+)
 def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(reviewer_client, records, overrides, field):
     response = reviewer_client.post(GOLDEN, body(records["billing"], **overrides), format="json")
     assert_problem(response, 400, errors={field})
@@ -73,13 +89,15 @@ def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(reviewer_client,
 
 
 def test_expected_records_outside_the_reviewers_scope_are_refused_like_missing_ones(
-        reviewer_client, records, other_tenant, make_credential, write):
+    reviewer_client, records, other_tenant, make_credential, write
+):
     foreign = write(credential_=make_credential(other_tenant), content="Globex fact.")
     foreign_problem = assert_problem(reviewer_client.post(GOLDEN, body(foreign), format="json"), 400, errors={"expected"})
     missing = MemoryRecord(pk=uuid.uuid4())
     missing_problem = assert_problem(reviewer_client.post(GOLDEN, body(missing), format="json"), 400, errors={"expected"})
-    assert foreign_problem["errors"]["expected"][0].replace(str(foreign.pk), "ID") == \
-        missing_problem["errors"]["expected"][0].replace(str(missing.pk), "ID")
+    assert foreign_problem["errors"]["expected"][0].replace(str(foreign.pk), "ID") == missing_problem["errors"]["expected"][
+        0
+    ].replace(str(missing.pk), "ID")
     assert not GoldenQuestion.objects.exists()
 
 
@@ -90,7 +108,8 @@ def test_an_expected_record_of_another_subject_or_not_active_is_a_400(reviewer_c
 
 
 def test_another_tenant_is_a_404_and_its_questions_and_runs_are_invisible(
-        reviewer_client, records, other_tenant, make_reviewer, client_for):
+    reviewer_client, records, other_tenant, make_reviewer, client_for
+):
     assert_problem(reviewer_client.post(GOLDEN, body(records["billing"], tenant="globex"), format="json"), 404)
     created = reviewer_client.post(GOLDEN, body(records["billing"]), format="json").json()
     run = reviewer_client.post(RUNS, {}, format="json").json()
@@ -119,7 +138,14 @@ def test_a_run_on_demand_scores_the_set_and_is_read_back(reviewer_client, record
     assert response.status_code == 201, response.json()
     run = response.json()
     assert {key: run[key] for key in ("tenant", "trigger", "questions", "stale", "hits", "hit_at_k", "mrr")} == {
-        "tenant": "acme", "trigger": "manual", "questions": 2, "stale": 0, "hits": 2, "hit_at_k": 1.0, "mrr": 1.0}
+        "tenant": "acme",
+        "trigger": "manual",
+        "questions": 2,
+        "stale": 0,
+        "hits": 2,
+        "hit_at_k": 1.0,
+        "mrr": 1.0,
+    }
     assert run["requested_by"] == "user:rita" and len(run["results"]) == 2
     result = next(r for r in run["results"] if r["question"] == question["id"])
     assert (result["rank"], result["hit"], result["expected"]) == (1, True, [str(records["billing"].pk)])
@@ -155,7 +181,9 @@ def test_a_reviewer_removes_a_question(reviewer_client, records):
 
 def test_the_golden_endpoints_are_in_the_schema(reviewer_client):
     schema = reviewer_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    assert {"/api/v1/golden/", "/api/v1/golden/{id}/", "/api/v1/golden/runs/", "/api/v1/golden/runs/{id}/"} <= set(schema["paths"])
+    assert {"/api/v1/golden/", "/api/v1/golden/{id}/", "/api/v1/golden/runs/", "/api/v1/golden/runs/{id}/"} <= set(
+        schema["paths"]
+    )
     question = schema["components"]["schemas"]["GoldenQuestionInputRequest"]
     assert {"agent", "purpose", "question", "expected"} <= set(question["required"])
 

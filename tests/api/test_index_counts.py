@@ -22,8 +22,9 @@ def listed(client: APIClient, name: str) -> dict:
     return {entry["name"]: entry for entry in response.json()}[name]
 
 
-def test_reviewers_see_the_record_count_of_their_own_tenants_only(tenant, other_tenant, credential, make_credential,
-                                                                    make_reviewer, client_for, write):
+def test_reviewers_see_the_record_count_of_their_own_tenants_only(
+    tenant, other_tenant, credential, make_credential, make_reviewer, client_for, write
+):
     for _ in range(3):
         write()
     write(**UNTRUSTED)  # quarantined: not in any index

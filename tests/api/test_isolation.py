@@ -33,7 +33,12 @@ class Outsider:
 
 
 def test_no_cross_scope_request_reaches_tenant_as_records(
-    tenant, other_tenant, make_credential, make_reviewer, write, client_for,
+    tenant,
+    other_tenant,
+    make_credential,
+    make_reviewer,
+    write,
+    client_for,
 ):
     owner = make_credential(tenant, purposes=("support", "billing"), can_confirm=True, can_forget=True)
     victims = []
@@ -41,8 +46,15 @@ def test_no_cross_scope_request_reaches_tenant_as_records(
         for purpose in ("support", "billing"):
             for i, word in enumerate(WORDS[:3]):
                 extra = UNTRUSTED if i == 2 else {}
-                victims.append(write(credential_=owner, subject=subject, purpose=purpose,
-                                     content=f"A's secret about {word} for {subject}.", **extra))
+                victims.append(
+                    write(
+                        credential_=owner,
+                        subject=subject,
+                        purpose=purpose,
+                        content=f"A's secret about {word} for {subject}.",
+                        **extra,
+                    )
+                )
     owner_client = client_for(owner)
     owners_forget_request = owner_client.post(FORGET, {"subject": "customer/nobody"}).json()["id"]
     snapshot = {r.pk: (r.status, r.version, r.confirmed_at) for r in MemoryRecord.objects.filter(tenant=tenant)}
@@ -51,7 +63,9 @@ def test_no_cross_scope_request_reaches_tenant_as_records(
     # Outsiders: another tenant (same agent slug and purposes), another agent of the same tenant,
     # the same agent with a token lacking the records' purposes, and another tenant's reviewer.
     b_agent = make_credential(other_tenant, purposes=("support", "billing"), can_confirm=True, can_forget=True)
-    other_agent = make_credential(tenant, agent_slug="sales-bot", purposes=("support", "billing"), can_confirm=True, can_forget=True)
+    other_agent = make_credential(
+        tenant, agent_slug="sales-bot", purposes=("support", "billing"), can_confirm=True, can_forget=True
+    )
     lacking = make_credential(tenant, purposes=("marketing",), can_confirm=True, can_forget=True)
     for credential in (b_agent, other_agent, lacking):  # each has records of its own, under the same subjects
         purpose = credential.purposes[0]
@@ -67,22 +81,42 @@ def test_no_cross_scope_request_reaches_tenant_as_records(
     requests_made = []
 
     actions = st.sampled_from(["get", "list", "recall", "confirm", "promote", "reject", "retire", "forget"])
-    list_params = st.fixed_dictionaries({}, optional={
-        "subject": st.sampled_from(SUBJECTS), "purpose": st.sampled_from(["support", "billing", "marketing"]),
-        "tenant": st.sampled_from(["acme", "globex"]), "agent": st.sampled_from(["support-bot", "sales-bot"]),
-        "status": st.sampled_from(["active", "quarantined"]),
-    })
+    list_params = st.fixed_dictionaries(
+        {},
+        optional={
+            "subject": st.sampled_from(SUBJECTS),
+            "purpose": st.sampled_from(["support", "billing", "marketing"]),
+            "tenant": st.sampled_from(["acme", "globex"]),
+            "agent": st.sampled_from(["support-bot", "sales-bot"]),
+            "status": st.sampled_from(["active", "quarantined"]),
+        },
+    )
 
     # Every action at least once whatever the generator draws (a run once drew no `confirm` in 260).
-    every_action = [example(who=outsiders[n % len(outsiders)], action=action, victim=victim_list[0], subject=SUBJECTS[0],
-                            query="", params={}, purpose_pick=0, version=1)
-                    for n, action in enumerate(["get", "list", "recall", "confirm", "promote", "reject", "retire", "forget"])]
+    every_action = [
+        example(
+            who=outsiders[n % len(outsiders)],
+            action=action,
+            victim=victim_list[0],
+            subject=SUBJECTS[0],
+            query="",
+            params={},
+            purpose_pick=0,
+            version=1,
+        )
+        for n, action in enumerate(["get", "list", "recall", "confirm", "promote", "reject", "retire", "forget"])
+    ]
 
     @settings(max_examples=260, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(
-        who=st.sampled_from(outsiders), action=actions, victim=st.sampled_from(victim_list),
-        subject=st.sampled_from(SUBJECTS), query=st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join),
-        params=list_params, purpose_pick=st.integers(min_value=0, max_value=5), version=st.integers(min_value=1, max_value=3),
+        who=st.sampled_from(outsiders),
+        action=actions,
+        victim=st.sampled_from(victim_list),
+        subject=st.sampled_from(SUBJECTS),
+        query=st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join),
+        params=list_params,
+        purpose_pick=st.integers(min_value=0, max_value=5),
+        version=st.integers(min_value=1, max_value=3),
     )
     def cross_scope_request(who, action, victim, subject, query, params, purpose_pick, version):
         requests_made.append(action)
@@ -105,7 +139,9 @@ def test_no_cross_scope_request_reaches_tenant_as_records(
             assert_problem(client.post(f"{MEMORIES}{victim}/confirm/", {"expected_version": version}), 404)
         elif action in ("promote", "reject", "retire"):
             # Agent tokens may never; a reviewer of another tenant does not find the record.
-            assert_problem(client.post(f"{MEMORIES}{victim}/{action}/", {"expected_version": version}), 403 if who.is_agent else 404)
+            assert_problem(
+                client.post(f"{MEMORIES}{victim}/{action}/", {"expected_version": version}), 403 if who.is_agent else 404
+            )
         elif action == "forget":
             if who.is_agent and who.other_tenant:
                 # It forgets its own tenant's records of that subject, and only those.
@@ -138,11 +174,14 @@ def test_an_agent_token_cannot_promote_reject_or_retire_whatever_it_claims(write
         for body in ({"expected_version": 1}, {"expected_version": 1, "reviewer": "rita", "is_human": True}, {}):
             assert_problem(mighty.post(f"{MEMORIES}{record.pk}/{action}/", body), 403)
     assert_problem(mighty.post(f"{MEMORIES}{uuid.uuid4()}/promote/", {"expected_version": 1}), 403)
-    assert [(r.status, r.version) for r in (MemoryRecord.objects.get(pk=quarantined.pk), MemoryRecord.objects.get(pk=active.pk))] == [
-        ("quarantined", 1), ("active", 1)]
+    assert [
+        (r.status, r.version) for r in (MemoryRecord.objects.get(pk=quarantined.pk), MemoryRecord.objects.get(pk=active.pk))
+    ] == [("quarantined", 1), ("active", 1)]
 
 
-def test_a_reviewer_cannot_act_on_another_tenants_records(write, tenant, other_tenant, make_credential, make_reviewer, client_for):
+def test_a_reviewer_cannot_act_on_another_tenants_records(
+    write, tenant, other_tenant, make_credential, make_reviewer, client_for
+):
     theirs = write(credential_=make_credential(other_tenant), **UNTRUSTED)
     acme_reviewer = client_for(make_reviewer(tenant))
     for action in ("promote", "reject", "confirm"):
@@ -158,12 +197,27 @@ def _bulk_records(tenant: Tenant, agent: Agent, count: int, *, content: str) -> 
     kind = MemoryKind.objects.get(name="preference")
     now = timezone.now()
     MemoryRecord.objects.bulk_create(
-        [MemoryRecord(
-            tenant=tenant, agent=agent, subject="customer/acme", purpose="support", kind=kind,
-            content=f"{content} #{i}", content_hash=content_digest(f"{content} #{i}"), source_type="user_turn",
-            session_id="s-bulk", authority="user", trust=Trust.TRUSTED, confidence=0.9, created_at=now,
-            confirmed_at=now, expires_at=now + timedelta(days=30), status=Status.ACTIVE,
-        ) for i in range(count)],
+        [
+            MemoryRecord(
+                tenant=tenant,
+                agent=agent,
+                subject="customer/acme",
+                purpose="support",
+                kind=kind,
+                content=f"{content} #{i}",
+                content_hash=content_digest(f"{content} #{i}"),
+                source_type="user_turn",
+                session_id="s-bulk",
+                authority="user",
+                trust=Trust.TRUSTED,
+                confidence=0.9,
+                created_at=now,
+                confirmed_at=now,
+                expires_at=now + timedelta(days=30),
+                status=Status.ACTIVE,
+            )
+            for i in range(count)
+        ],
         batch_size=2000,
     )
 

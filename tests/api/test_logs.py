@@ -22,7 +22,9 @@ def json_log():
     """Every log record of every logger, through the handler the LOGGING setting configures (its
     JSON formatter and filters), captured instead of going to stderr."""
     root = logging.getLogger()
-    handler = next(h for h in root.handlers if isinstance(h.formatter, import_string(settings.LOGGING["formatters"]["json"]["()"])))
+    handler = next(
+        h for h in root.handlers if isinstance(h.formatter, import_string(settings.LOGGING["formatters"]["json"]["()"]))
+    )
     stream = io.StringIO()
     old_stream, old_level = handler.setStream(stream), root.level
     root.setLevel(logging.DEBUG)
@@ -35,9 +37,19 @@ def json_log():
 
 def test_canary_content_never_reaches_a_log_line(json_log, agent_client, reviewer_client, credential):
     content = f"Prefers email. {CANARY}"
-    write = agent_client.post(MEMORIES, {
-        "kind": "preference", "subject": "customer/canary", "purpose": "support", "content": content,
-        "authority": "agent", "confidence": 0.7, "provenance": UNTRUSTED["provenance"]}, format="json")
+    write = agent_client.post(
+        MEMORIES,
+        {
+            "kind": "preference",
+            "subject": "customer/canary",
+            "purpose": "support",
+            "content": content,
+            "authority": "agent",
+            "confidence": 0.7,
+            "provenance": UNTRUSTED["provenance"],
+        },
+        format="json",
+    )
     assert write.status_code == 201
     record = write.json()
     # a refused write that carries the canary, and an oversized one
@@ -71,7 +83,7 @@ def test_canary_content_never_reaches_a_log_line(json_log, agent_client, reviewe
 
 def test_an_exception_message_is_not_logged_only_its_type_and_place(json_log):
     try:
-        raise ValueError(f'new row violates check constraint: Failing row contains ({CANARY})')
+        raise ValueError(f"new row violates check constraint: Failing row contains ({CANARY})")
     except ValueError:
         logging.getLogger("django.request").exception("Internal Server Error: /review/")
     line = json.loads(json_log.getvalue().strip().splitlines()[-1])

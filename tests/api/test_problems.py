@@ -64,8 +64,9 @@ def test_reviewers_cannot_write_or_recall(reviewer_client):
     assert_problem(reviewer_client.post(RECALL, {"purpose": "support"}), 403)
 
 
-@pytest.mark.parametrize("path", ["/api/v1/nothing/", "/api/v2/memories/", "/api/v1/memories/not-a-uuid/",
-                                  "/api/v1/forget/123/", "/api/"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/nothing/", "/api/v2/memories/", "/api/v1/memories/not-a-uuid/", "/api/v1/forget/123/", "/api/"]
+)
 def test_unknown_api_urls_are_404_problems(agent_client, path):
     assert_problem(agent_client.get(path), 404)
     assert_problem(agent_client.post(path, {}), 404)
@@ -80,8 +81,17 @@ def test_a_record_id_that_does_not_exist_is_404(agent_client):
     assert_problem(agent_client.get(f"{MEMORIES}00000000-0000-0000-0000-000000000000/"), 404)
 
 
-@pytest.mark.parametrize(("method", "path"), [("delete", "{record}"), ("put", "{record}"), ("patch", "{record}"),
-                                              ("get", "{record}confirm/"), ("get", RECALL), ("delete", MEMORIES)])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("delete", "{record}"),
+        ("put", "{record}"),
+        ("patch", "{record}"),
+        ("get", "{record}confirm/"),
+        ("get", RECALL),
+        ("delete", MEMORIES),
+    ],
+)
 def test_wrong_methods_are_405_with_allow(agent_client, write, method, path):
     record = write()
     url = path.format(record=f"{MEMORIES}{record.pk}/")
@@ -143,7 +153,10 @@ def test_problems_tell_the_client_what_to_send_instead(agent_client, credential)
 
 
 def test_a_bad_recall_is_an_invalid_request_not_an_invalid_memory(agent_client):
-    assert assert_problem(agent_client.post(RECALL, {"purpose": "support", "limit": 0}, format="json"), 400)["title"] == "Invalid request"
+    assert (
+        assert_problem(agent_client.post(RECALL, {"purpose": "support", "limit": 0}, format="json"), 400)["title"]
+        == "Invalid request"
+    )
 
 
 def test_a_user_turn_without_session_or_uri_is_reported_on_the_provenance(agent_client):
@@ -161,8 +174,10 @@ def _with_duplicate(body: dict, key: str, value, *, inside: str | None = None) -
     return (text[:start] + f"{json.dumps(key)}: {json.dumps(value)}, " + text[start:]).encode()
 
 
-@pytest.mark.parametrize(("key", "value", "inside"), [("purpose", "billing", None), ("authority", "operator", None),
-                                                      ("source_type", "operator_config", "provenance")])
+@pytest.mark.parametrize(
+    ("key", "value", "inside"),
+    [("purpose", "billing", None), ("authority", "operator", None), ("source_type", "operator_config", "provenance")],
+)
 def test_a_body_that_names_a_key_twice_is_a_400_and_writes_nothing(agent_client, key, value, inside):
     """Which of two values counts is up to the decoder; the API takes neither."""
     raw = _with_duplicate(memory_body(), key, value, inside=inside)
@@ -188,6 +203,10 @@ def test_an_anonymous_caller_cannot_pick_its_own_rate_bucket_with_a_forged_forwa
 
     from memory.api.throttling import CredentialRateThrottle
 
-    keys = {CredentialRateThrottle().get_cache_key(Request(rf.get("/", HTTP_X_FORWARDED_FOR=forged, REMOTE_ADDR="198.51.100.7")), None)
-            for forged in ("1.1.1.1", "2.2.2.2", "")}
+    keys = {
+        CredentialRateThrottle().get_cache_key(
+            Request(rf.get("/", HTTP_X_FORWARDED_FOR=forged, REMOTE_ADDR="198.51.100.7")), None
+        )
+        for forged in ("1.1.1.1", "2.2.2.2", "")
+    }
     assert len(keys) == 1 and "198.51.100.7" in keys.pop()

@@ -59,6 +59,7 @@ def snapshot() -> dict:
 
 # --- reading ---------------------------------------------------------------------------------------
 
+
 def test_list_shows_open_proposals_in_the_contract_shape(write, reviewer_client):
     proposal = propose(write, EMAIL, EMAIL_AGAIN, EMAIL_LOWER)
     response = reviewer_client.get(PROPOSALS, {"status": "open"})
@@ -69,21 +70,33 @@ def test_list_shows_open_proposals_in_the_contract_shape(write, reviewer_client)
     contract = {"id", "status", "keep", "drop", "similarity", "method", "created_at", "decided_at", "decided_by"}
     assert contract <= set(item)
     drops = sorted(str(d.record_id) for d in proposal.drops.all())
-    assert (item["id"], item["status"], item["keep"], sorted(item["drop"])) == (str(proposal.pk), "open", str(proposal.keep_id), drops)
+    assert (item["id"], item["status"], item["keep"], sorted(item["drop"])) == (
+        str(proposal.pk),
+        "open",
+        str(proposal.keep_id),
+        drops,
+    )
     assert (item["decided_at"], item["decided_by"], item["stale"]) == (None, None, False)
     assert (item["category"], item["subject"], item["kind"], item["tenant"], item["agent"]) == (
-        "duplicate", "customer/acme", "preference", "acme", "support-bot")
+        "duplicate",
+        "customer/acme",
+        "preference",
+        "acme",
+        "support-bot",
+    )
     assert item["method"] == proposal.method and item["similarity"] == pytest.approx(proposal.similarity)
     members = {m["id"]: m for m in item["members"]}
     assert members[str(proposal.keep_id)]["role"] == "keep"
-    assert all((m["proposed_version"], m["version"], m["status"], m["moved_on"]) == (1, 1, "active", False)
-               for m in members.values())
+    assert all(
+        (m["proposed_version"], m["version"], m["status"], m["moved_on"]) == (1, 1, "active", False) for m in members.values()
+    )
     assert "content" not in str(item)  # records are named by id, their content read at /memories/{id}/
     assert reviewer_client.get(url(proposal)).json() == item
 
 
-def test_list_filters_by_status_category_and_tenant_oldest_first(write, reviewer_client, reviewer_actor, tenant, other_tenant,
-                                                                 make_credential, make_reviewer, client_for):
+def test_list_filters_by_status_category_and_tenant_oldest_first(
+    write, reviewer_client, reviewer_actor, tenant, other_tenant, make_credential, make_reviewer, client_for
+):
     first = propose(write, EMAIL, EMAIL_AGAIN, subject="customer/one")
     conflict = propose(write, EMAIL, PHONE, subject="customer/two")
     accepted = propose(write, EMAIL, EMAIL_LOWER, subject="customer/three")
@@ -122,6 +135,7 @@ def test_the_list_is_paginated(write, reviewer_client):
 
 
 # --- who may --------------------------------------------------------------------------------------
+
 
 def test_agent_tokens_get_403_on_every_proposal_endpoint(write, agent_client):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
@@ -162,6 +176,7 @@ def test_a_reviewer_session_needs_csrf_to_decide(write, reviewer):
 
 # --- decisions ------------------------------------------------------------------------------------
 
+
 def test_accept_then_rollback_with_history_rows_and_the_regret_rate(write, reviewer_client, reviewer):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     dropped = drop_id(proposal)
@@ -171,7 +186,12 @@ def test_accept_then_rollback_with_history_rows_and_the_regret_rate(write, revie
 
     assert response.status_code == 200, response.json()
     body = response.json()
-    assert (body["status"], body["decided_by"], body["decision_note"], body["stale"]) == ("accepted", "rita", "same preference", None)
+    assert (body["status"], body["decided_by"], body["decision_note"], body["stale"]) == (
+        "accepted",
+        "rita",
+        "same preference",
+        None,
+    )
     assert body["decided_at"] is not None
     record = MemoryRecord.objects.get(pk=dropped)
     assert (record.status, record.version) == (Status.SUPERSEDED, 2)
@@ -195,8 +215,9 @@ def test_accept_then_rollback_with_history_rows_and_the_regret_rate(write, revie
     assert reviewer_client.get(STATS).json() == {"open": 0, "accepted": 1, "rolled_back": 1, "regret_rate": 1.0}
 
 
-def test_the_regret_rate_counts_only_the_reviewers_tenants(write, reviewer_client, other_tenant, make_credential, make_reviewer,
-                                                           client_for, reviewer_actor):
+def test_the_regret_rate_counts_only_the_reviewers_tenants(
+    write, reviewer_client, other_tenant, make_credential, make_reviewer, client_for, reviewer_actor
+):
     mine = propose(write, EMAIL, EMAIL_AGAIN, subject="customer/one")
     other = propose(write, EMAIL, EMAIL_LOWER, subject="customer/two")
     for proposal in (mine, other):
@@ -274,13 +295,16 @@ def test_rollback_reports_a_record_forgotten_since(write, reviewer_client, crede
     assert body["proposal"]["status"] == "rolled_back"
 
 
-@pytest.mark.parametrize("payload, field", [
-    ({"note": "x" * 501}, "note"),
-    ({"note": 42}, "note"),
-    ({"keep": "not-a-uuid"}, "keep"),
-    ({"keep": str(uuid.UUID(int=7))}, "keep"),  # not a member of the proposal
-    ({"kept": "typo"}, "kept"),
-])
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"note": "x" * 501}, "note"),
+        ({"note": 42}, "note"),
+        ({"keep": "not-a-uuid"}, "keep"),
+        ({"keep": str(uuid.UUID(int=7))}, "keep"),  # not a member of the proposal
+        ({"kept": "typo"}, "kept"),
+    ],
+)
 def test_bad_input_is_400_and_changes_nothing(write, reviewer_client, payload, field):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     before = snapshot()
@@ -296,6 +320,7 @@ def test_a_body_that_is_not_json_is_refused(write, reviewer_client):
 
 
 # --- query counts ----------------------------------------------------------------------------------
+
 
 def test_listing_costs_the_same_number_of_queries_for_3_or_40_proposals(write, reviewer_client, reviewer_actor):
     def fill(start, count):
@@ -321,8 +346,12 @@ def test_listing_costs_the_same_number_of_queries_for_3_or_40_proposals(write, r
 
 def test_the_schema_describes_the_proposal_endpoints(db):
     schema = yaml.safe_load(APIClient().get("/api/schema/").content)
-    expected = {PROPOSALS: {"get"}, f"{PROPOSALS}{{id}}/": {"get"}, STATS: {"get"},
-                **{f"{PROPOSALS}{{id}}/{action}/": {"post"} for action in ("accept", "reject", "rollback")}}
+    expected = {
+        PROPOSALS: {"get"},
+        f"{PROPOSALS}{{id}}/": {"get"},
+        STATS: {"get"},
+        **{f"{PROPOSALS}{{id}}/{action}/": {"post"} for action in ("accept", "reject", "rollback")},
+    }
     for path, methods in expected.items():
         assert methods <= set(schema["paths"][path]), path
     assert {"200", "400", "403", "404", "409"} <= set(schema["paths"][f"{PROPOSALS}{{id}}/accept/"]["post"]["responses"])

@@ -12,9 +12,28 @@ from tests.conftest import memory_body
 pytestmark = pytest.mark.django_db
 
 RECORD_FIELDS = {
-    "id", "tenant", "agent", "kind", "subject", "purpose", "content", "content_hash", "authority", "trust", "confidence",
-    "provenance", "status", "version", "created_at", "confirmed_at", "expires_at", "valid_from", "valid_to",
-    "last_used_at", "supersedes", "superseded_by",
+    "id",
+    "tenant",
+    "agent",
+    "kind",
+    "subject",
+    "purpose",
+    "content",
+    "content_hash",
+    "authority",
+    "trust",
+    "confidence",
+    "provenance",
+    "status",
+    "version",
+    "created_at",
+    "confirmed_at",
+    "expires_at",
+    "valid_from",
+    "valid_to",
+    "last_used_at",
+    "supersedes",
+    "superseded_by",
 }
 
 
@@ -44,7 +63,9 @@ def test_an_idempotent_retry_returns_the_first_record_and_writes_nothing_new(age
     assert again["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
     assert MemoryRecord.objects.count() == 1 and MemoryRecord.history.count() == 1
 
-    other_body = agent_client.post(MEMORIES, {**body, "content": "Changed."}, format="json", headers={"Idempotency-Key": "turn-12"})
+    other_body = agent_client.post(
+        MEMORIES, {**body, "content": "Changed."}, format="json", headers={"Idempotency-Key": "turn-12"}
+    )
     assert_problem(other_body, 409)
     other_key = agent_client.post(MEMORIES, body, format="json", headers={"Idempotency-Key": "turn-13"})
     assert other_key.status_code == 201 and other_key.json()["id"] != first.json()["id"]
@@ -94,8 +115,10 @@ def test_supersedes_must_name_an_active_record_of_the_same_scope(api_write, agen
 def test_a_forgotten_record_shows_its_status_and_no_content(api_write, agent_client):
     record = api_write(subject="customer/zed")
     agent_client.post(FORGET, {"subject": "customer/zed"})
-    for shown in (agent_client.get(f"{MEMORIES}{record['id']}/").json(),
-                  agent_client.get(MEMORIES, {"status": "forgotten"}).json()["results"][0]):
+    for shown in (
+        agent_client.get(f"{MEMORIES}{record['id']}/").json(),
+        agent_client.get(MEMORIES, {"status": "forgotten"}).json()["results"][0],
+    ):
         assert shown["id"] == record["id"]
         assert (shown["status"], shown["content"], shown["content_hash"]) == ("forgotten", None, None)
 
@@ -143,7 +166,11 @@ def test_list_is_paginated(api_write, agent_client):
 
 @pytest.mark.parametrize("principal", ["agent", "reviewer"])
 def test_listing_costs_the_same_number_of_queries_for_3_or_30_records(
-    write, agent_client, reviewer_client, django_assert_num_queries, principal,
+    write,
+    agent_client,
+    reviewer_client,
+    django_assert_num_queries,
+    principal,
 ):
     client = agent_client if principal == "agent" else reviewer_client
     fix_target = write()
@@ -220,9 +247,19 @@ def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_
     from django.test.utils import CaptureQueriesContext
 
     for n in range(12):
-        write(content=f"Invoice note {n}: the customer wants invoices by email.", subject="customer/acme",
-              provenance={"source_type": "user_turn", "uri": "https://crm.example/1", "session_id": "s1", "turn_id": str(n),
-                          "tool": "crm", "source_version": "v2", "observed_at": "2026-11-01T10:00:00Z"})
+        write(
+            content=f"Invoice note {n}: the customer wants invoices by email.",
+            subject="customer/acme",
+            provenance={
+                "source_type": "user_turn",
+                "uri": "https://crm.example/1",
+                "session_id": "s1",
+                "turn_id": str(n),
+                "tool": "crm",
+                "source_version": "v2",
+                "observed_at": "2026-11-01T10:00:00Z",
+            },
+        )
     agent_client.post(RECALL, {"purpose": "support", "query": "invoice"}, format="json")  # credential, default index
 
     def recall(limit: int) -> tuple[list[str], list[dict]]:
@@ -237,8 +274,15 @@ def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_
     assert all(sql.lstrip().startswith(("SELECT", "WITH")) for sql in few + many)  # reads only: no scratch table
     assert sum('FROM "memory_memoryrecord"' in sql for sql in many) == 1
     item = ten[0]
-    assert item["provenance"] == {"source_type": "user_turn", "uri": "https://crm.example/1", "session_id": "s1",
-                                  "turn_id": item["provenance"]["turn_id"], "tool": "crm", "source_version": "v2",
-                                  "observed_at": "2026-11-01T10:00:00Z", "contaminated": False}
+    assert item["provenance"] == {
+        "source_type": "user_turn",
+        "uri": "https://crm.example/1",
+        "session_id": "s1",
+        "turn_id": item["provenance"]["turn_id"],
+        "tool": "crm",
+        "source_version": "v2",
+        "observed_at": "2026-11-01T10:00:00Z",
+        "contaminated": False,
+    }
     assert {key for key, value in item.items() if value in (None, "", [])} == set()
     assert item["kind"] and item["context"].startswith(f"[{item['kind']} | {item['authority']} | confirmed ")

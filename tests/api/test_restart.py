@@ -31,10 +31,16 @@ def test_state_is_the_same_after_the_server_restarts(server, credential, reviewe
 
     status, kept = server.call("POST", "/api/v1/memories/", agent, memory_body(content="Acme prefers phone calls."))
     assert status == 201
-    status, fix = server.call("POST", "/api/v1/memories/", agent,
-                              memory_body(content="Acme prefers email, not phone.", supersedes=kept["id"], supersedes_version=1))
+    status, fix = server.call(
+        "POST",
+        "/api/v1/memories/",
+        agent,
+        memory_body(content="Acme prefers email, not phone.", supersedes=kept["id"], supersedes_version=1),
+    )
     assert status == 201
-    status, claim = server.call("POST", "/api/v1/memories/", agent, memory_body(content="Acme's phone line is down.", **UNTRUSTED))
+    status, claim = server.call(
+        "POST", "/api/v1/memories/", agent, memory_body(content="Acme's phone line is down.", **UNTRUSTED)
+    )
     assert status == 201 and claim["status"] == "quarantined"
     status, promoted = server.call("POST", f"/api/v1/memories/{claim['id']}/promote/", reviewer_token, {"expected_version": 1})
     assert (status, promoted["status"]) == (200, "active")

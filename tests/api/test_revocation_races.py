@@ -52,8 +52,11 @@ def _race(credential, revoke) -> dict[int, int]:
                 if i % 3:
                     response = client.post(MEMORIES, body, format="json", headers={"Idempotency-Key": f"w{n}-{i}"})
                 else:
-                    response = client.post(f"{MEMORIES}batch/", {"items": [body, memory_body(
-                        content=f"Writer {n} batch fact {i}.", provenance={"session_id": SESSION})]}, format="json")
+                    response = client.post(
+                        f"{MEMORIES}batch/",
+                        {"items": [body, memory_body(content=f"Writer {n} batch fact {i}.", provenance={"session_id": SESSION})]},
+                        format="json",
+                    )
                 with lock:
                     statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
         finally:

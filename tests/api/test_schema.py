@@ -31,7 +31,10 @@ def test_the_schema_describes_every_contract_path_with_bearer_auth():
     for path, methods in CONTRACT_PATHS.items():
         assert methods <= set(schema["paths"][path]), path
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {
-        **schema["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+        **schema["components"]["securitySchemes"]["bearerAuth"],
+        "type": "http",
+        "scheme": "bearer",
+    }
     write = schema["paths"]["/api/v1/memories/"]["post"]
     assert "Idempotency-Key" in {p["name"] for p in write["parameters"]}
     assert {"201", "400", "403", "409"} <= set(write["responses"])

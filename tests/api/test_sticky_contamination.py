@@ -22,11 +22,14 @@ def _later_writes(agent_client, credential, count: int, tag: str) -> list[str]:
     """`count` clean user writes in the session, half single (API), half batch (API)."""
     ids = []
     for n in range(count // 2):
-        response = agent_client.post(MEMORIES, memory_body(content=f"Session fact {tag} {n}: likes tea.", provenance=SESSION),
-                                     format="json")
+        response = agent_client.post(
+            MEMORIES, memory_body(content=f"Session fact {tag} {n}: likes tea.", provenance=SESSION), format="json"
+        )
         assert response.status_code == 201
         ids.append(response.json()["id"])
-    items = [memory_body(content=f"Session batch fact {tag} {n}: likes tea.", provenance=SESSION) for n in range(count - count // 2)]
+    items = [
+        memory_body(content=f"Session batch fact {tag} {n}: likes tea.", provenance=SESSION) for n in range(count - count // 2)
+    ]
     response = agent_client.post(f"{MEMORIES}batch/", {"items": items}, format="json")
     assert response.status_code == 200
     ids.extend(result["record"]["id"] for result in response.json()["results"])
@@ -42,18 +45,25 @@ def test_after_one_contaminated_write_no_later_write_in_the_session_is_recallabl
     assert records.count() == 50 and not records.filter(status=Status.ACTIVE).exists()
     assert set(records.values_list("quarantine_reason", flat=True)) == {
         "Its session read outside content earlier (a contaminated write): every later write in it waits for review "
-        "until a reviewer clears the session."}
+        "until a reviewer clears the session."
+    }
     recalled = set(recall_ids(agent_client, query="likes tea", limit=50))
     assert recalled and not recalled & set(later)  # the other session's fact, none of the held ones
     hold = SourceHold.objects.get()
-    assert (hold.cause, hold.raised_by_id, hold.key.startswith("session:")) == (SourceHold.Cause.CONTAMINATED, contaminated.pk, True)
+    assert (hold.cause, hold.raised_by_id, hold.key.startswith("session:")) == (
+        SourceHold.Cause.CONTAMINATED,
+        contaminated.pk,
+        True,
+    )
     assert "cs-2" not in hold.key  # a keyed fingerprint, not the session id
 
 
 def test_a_contaminated_item_holds_the_rest_of_its_batch(credential):
-    items = [memory_body(content="Clean before.", provenance=SESSION),
-             memory_body(content="From a tool.", provenance={**SESSION, "contaminated": True}),
-             memory_body(content="Clean after.", provenance=SESSION)]
+    items = [
+        memory_body(content="Clean before.", provenance=SESSION),
+        memory_body(content="From a tool.", provenance={**SESSION, "contaminated": True}),
+        memory_body(content="Clean after.", provenance=SESSION),
+    ]
     results = memory_write_batch(credential=credential, items=items)
     assert [result.record.status for result in results] == [Status.ACTIVE, Status.QUARANTINED, Status.QUARANTINED]
     assert SourceHold.objects.filter(cleared_at__isnull=True).count() == 1
@@ -70,8 +80,9 @@ def test_after_a_session_revocation_no_new_write_in_it_is_recallable(agent_clien
 
 
 def test_a_revoked_source_address_holds_writes_from_under_it(credential, write, reviewer_client):
-    response = reviewer_client.post("/api/v1/revocations/", {"source_uri_prefix": "https://forum.example/", "reason": "spam"},
-                                    format="json")
+    response = reviewer_client.post(
+        "/api/v1/revocations/", {"source_uri_prefix": "https://forum.example/", "reason": "spam"}, format="json"
+    )
     assert response.status_code == 201
     under = write(provenance={"uri": "https://forum.example/thread/9"})
     beside = write(provenance={"uri": "https://forum.example.org/thread/9"})  # another site, though it starts alike

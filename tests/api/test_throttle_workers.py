@@ -32,7 +32,9 @@ def get(url: str, token: str) -> tuple[int, str | None]:
 def test_the_rate_limit_is_per_token_across_gunicorn_workers(tmp_path, make_credential, tenant):
     limited, other = make_credential(tenant), make_credential(tenant)
     server = GunicornServer(
-        tmp_path / "gunicorn.log", workers=3, API_THROTTLE_RATE=f"{RATE}/min",
+        tmp_path / "gunicorn.log",
+        workers=3,
+        API_THROTTLE_RATE=f"{RATE}/min",
         # An access line per request naming the worker that served it.
         GUNICORN_CMD_ARGS="--access-logfile - --access-logformat 'worker=%(p)s path=%(U)s status=%(s)s'",
     )

@@ -11,8 +11,12 @@ pytestmark = pytest.mark.django_db
 
 
 def _row_counts() -> tuple[int, int, int, int]:
-    return (MemoryRecord.objects.count(), MemoryRecord.history.count(), IdempotencyKey.objects.count(),
-            ForgetRequest.objects.count())
+    return (
+        MemoryRecord.objects.count(),
+        MemoryRecord.history.count(),
+        IdempotencyKey.objects.count(),
+        ForgetRequest.objects.count(),
+    )
 
 
 @pytest.fixture
@@ -61,7 +65,9 @@ INVALID_WRITES = [
 ]
 
 
-@pytest.mark.parametrize(("overrides", "fields"), INVALID_WRITES, ids=[",".join(sorted(f)) + f"-{i}" for i, (_, f) in enumerate(INVALID_WRITES)])
+@pytest.mark.parametrize(
+    ("overrides", "fields"), INVALID_WRITES, ids=[",".join(sorted(f)) + f"-{i}" for i, (_, f) in enumerate(INVALID_WRITES)]
+)
 def test_invalid_write_is_a_400_with_field_errors_and_writes_nothing(agent_client, unchanged, overrides, fields):
     merged = {key: value for key, value in overrides.items() if key != "provenance" or isinstance(value, dict)}
     body = memory_body(**merged)
@@ -97,18 +103,21 @@ def test_a_too_long_idempotency_key_is_a_400(agent_client, unchanged):
     assert_problem(response, 400, errors={"Idempotency-Key"})
 
 
-@pytest.mark.parametrize(("body", "fields"), [
-    ({}, {"expected_version"}),
-    ({"expected_version": "1"}, {"expected_version"}),
-    ({"expected_version": 1.0}, {"expected_version"}),
-    ({"expected_version": True}, {"expected_version"}),
-    ({"expected_version": 0}, {"expected_version"}),
-    ({"expected_version": 2**31}, {"expected_version"}),  # beyond the version column
-    ({"expected_version": 10**30}, {"expected_version"}),
-    ({"expected_version": 1, "note": 5}, {"note"}),
-    ({"expected_version": 1, "note": "n" * 501}, {"note"}),
-    ({"expected_verison": 1}, {"expected_version", "expected_verison"}),
-])
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({}, {"expected_version"}),
+        ({"expected_version": "1"}, {"expected_version"}),
+        ({"expected_version": 1.0}, {"expected_version"}),
+        ({"expected_version": True}, {"expected_version"}),
+        ({"expected_version": 0}, {"expected_version"}),
+        ({"expected_version": 2**31}, {"expected_version"}),  # beyond the version column
+        ({"expected_version": 10**30}, {"expected_version"}),
+        ({"expected_version": 1, "note": 5}, {"note"}),
+        ({"expected_version": 1, "note": "n" * 501}, {"note"}),
+        ({"expected_verison": 1}, {"expected_version", "expected_verison"}),
+    ],
+)
 def test_invalid_transition_body_is_a_400_and_changes_nothing(write, agent_client, body, fields):
     record = write()
     before = _row_counts()
@@ -117,17 +126,20 @@ def test_invalid_transition_body_is_a_400_and_changes_nothing(write, agent_clien
     assert (record.version, record.confirmed_at, _row_counts()) == (1, record.confirmed_at, before)
 
 
-@pytest.mark.parametrize(("body", "fields"), [
-    ({"query": "x"}, {"purpose"}),
-    ({"purpose": "support", "limit": 0}, {"limit"}),
-    ({"purpose": "support", "limit": "5"}, {"limit"}),
-    ({"purpose": "support", "kinds": ["gossip"]}, {"kinds"}),
-    ({"purpose": "support", "kinds": "preference"}, {"kinds"}),
-    ({"purpose": "support", "token_budget": -1}, {"token_budget"}),
-    ({"purpose": "support", "subject": 7}, {"subject"}),
-    ({"purpose": "support", "query": 7}, {"query"}),
-    ({"purpose": "support", "everything": True}, {"everything"}),
-])
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"query": "x"}, {"purpose"}),
+        ({"purpose": "support", "limit": 0}, {"limit"}),
+        ({"purpose": "support", "limit": "5"}, {"limit"}),
+        ({"purpose": "support", "kinds": ["gossip"]}, {"kinds"}),
+        ({"purpose": "support", "kinds": "preference"}, {"kinds"}),
+        ({"purpose": "support", "token_budget": -1}, {"token_budget"}),
+        ({"purpose": "support", "subject": 7}, {"subject"}),
+        ({"purpose": "support", "query": 7}, {"query"}),
+        ({"purpose": "support", "everything": True}, {"everything"}),
+    ],
+)
 def test_invalid_recall_is_a_400_and_marks_nothing_used(write, agent_client, body, fields):
     record = write(content="x marks the spot")
     assert_problem(agent_client.post(RECALL, body, format="json"), 400, errors=fields)
@@ -135,15 +147,18 @@ def test_invalid_recall_is_a_400_and_marks_nothing_used(write, agent_client, bod
     assert record.last_used_at is None
 
 
-@pytest.mark.parametrize(("body", "fields"), [
-    ({}, {"subject"}),
-    ({"subject": ""}, {"subject"}),
-    ({"subject": 12}, {"subject"}),
-    ({"subject": "s" * 201}, {"subject"}),
-    ({"subject": "customer/acme", "reason": ["x"]}, {"reason"}),
-    ({"subject": "customer/acme", "reason": "r" * 501}, {"reason"}),
-    ({"subject": "customer/acme", "scope": "all"}, {"scope"}),
-])
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({}, {"subject"}),
+        ({"subject": ""}, {"subject"}),
+        ({"subject": 12}, {"subject"}),
+        ({"subject": "s" * 201}, {"subject"}),
+        ({"subject": "customer/acme", "reason": ["x"]}, {"reason"}),
+        ({"subject": "customer/acme", "reason": "r" * 501}, {"reason"}),
+        ({"subject": "customer/acme", "scope": "all"}, {"scope"}),
+    ],
+)
 def test_invalid_forget_is_a_400_and_forgets_nothing(write, agent_client, body, fields):
     record = write()
     before = _row_counts()

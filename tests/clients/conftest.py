@@ -58,8 +58,16 @@ class _Recorder:
         lose = self._lose is not None and self._times > 0 and self._lose(request)
         if lose:
             self._times -= 1
-        self.exchanges.append(Exchange(request.method, request.url.path, request.headers.get("Idempotency-Key"),
-                                       None if lose else response.status_code, sent_at, response.headers.get("Retry-After")))
+        self.exchanges.append(
+            Exchange(
+                request.method,
+                request.url.path,
+                request.headers.get("Idempotency-Key"),
+                None if lose else response.status_code,
+                sent_at,
+                response.headers.get("Retry-After"),
+            )
+        )
         return lose
 
     def to(self, path_suffix: str) -> list[Exchange]:
@@ -109,6 +117,11 @@ def posts_to(path_suffix: str) -> Chooser:
 def user_fact(n: int | str = 1, **overrides) -> dict:
     """remember() arguments for a clean user turn (admitted without review)."""
     return {
-        "content": f"Prefers email over phone ({n}).", "subject": "customer/acme", "purpose": "support",
-        "kind": "preference", "confidence": 0.9, "provenance": Provenance.user_turn("s-1", n), **overrides,
+        "content": f"Prefers email over phone ({n}).",
+        "subject": "customer/acme",
+        "purpose": "support",
+        "kind": "preference",
+        "confidence": 0.9,
+        "provenance": Provenance.user_turn("s-1", n),
+        **overrides,
     }

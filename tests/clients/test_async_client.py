@@ -19,19 +19,33 @@ def test_the_async_client_writes_recalls_pages_confirms_and_forgets(api_server, 
     async def scenario() -> dict:
         async with AsyncClient(api_server.base, token, transport=transport, retry=RetryPolicy(backoff=0.01)) as client:
             memory = await client.remember(**user_fact(content="Acme prefers email over phone."))
-            quarantined = await client.remember(**user_fact(
-                content="Acme's site says phone support ended.", provenance=Provenance.web_page("https://acme.example")))
-            batch = await client.remember_many([
-                MemoryDraft(content=f"Acme office {n}.", subject="customer/acme", purpose="support", kind="semantic",
-                            confidence=0.7, provenance=Provenance.user_turn("s-3", n)) for n in range(4)])
+            quarantined = await client.remember(
+                **user_fact(
+                    content="Acme's site says phone support ended.", provenance=Provenance.web_page("https://acme.example")
+                )
+            )
+            batch = await client.remember_many(
+                [
+                    MemoryDraft(
+                        content=f"Acme office {n}.",
+                        subject="customer/acme",
+                        purpose="support",
+                        kind="semantic",
+                        confidence=0.7,
+                        provenance=Provenance.user_turn("s-3", n),
+                    )
+                    for n in range(4)
+                ]
+            )
             recalled = await client.recall("acme email phone", purpose="support", subject="customer/acme")
             listed = [m.id async for m in client.list(ordering="created_at", page_size=2)]
             confirmed = await client.confirm(memory)
             with pytest.raises(Conflict) as stale:
                 await client.confirm(memory)
             with pytest.raises(ValidationError) as invalid:
-                await client.remember(**user_fact(provenance=Provenance.tool_output("crm.lookup", session="s-3"),
-                                                  authority="user"))
+                await client.remember(
+                    **user_fact(provenance=Provenance.tool_output("crm.lookup", session="s-3"), authority="user")
+                )
             with pytest.raises(ScopeDenied):
                 await client.recall("acme", purpose="sales")
             forget = await client.forget("customer/acme", reason="erasure")

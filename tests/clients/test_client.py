@@ -42,8 +42,7 @@ def test_a_user_turn_is_remembered_active_and_recalled_as_one_prompt_block(clien
     assert memory.provenance.uri == "chat://session/s-1#turn-12"
     assert client.get(memory.id) == memory
 
-    result = client.recall("how does acme want to be contacted, email or phone", purpose="support",
-                           subject="customer/acme")
+    result = client.recall("how does acme want to be contacted, email or phone", purpose="support", subject="customer/acme")
     assert [item.id for item in result] == [memory.id]
     item = result.items[0]
     assert (item.authority, item.trust, item.provenance.session_id) == ("user", "trusted", "s-1")
@@ -173,8 +172,17 @@ def test_forget_hides_the_subject_at_once_and_its_status_follows_propagation(cli
 
 
 def test_a_batch_is_sent_in_chunks_with_item_keys_and_list_iterates_every_page(api_server, token):
-    drafts = [MemoryDraft(content=f"Acme office fact {n}.", subject="customer/acme", purpose="support",
-                          kind="semantic", confidence=0.8, provenance=Provenance.user_turn("s-2", n)) for n in range(104)]
+    drafts = [
+        MemoryDraft(
+            content=f"Acme office fact {n}.",
+            subject="customer/acme",
+            purpose="support",
+            kind="semantic",
+            confidence=0.8,
+            provenance=Provenance.user_turn("s-2", n),
+        )
+        for n in range(104)
+    ]
     drafts[3] = replace(drafts[3], confidence=7)  # invalid: that item's error only
     transport = RecordingTransport(lose=posts_to("/memories/batch/"))  # the first chunk's answer is lost
     with Client(api_server.base, token, transport=transport, retry=RetryPolicy(backoff=0.01)) as client:

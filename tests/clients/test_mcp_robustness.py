@@ -30,9 +30,17 @@ from tests.processes import GunicornServer, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CLIMBING_IDS = ["../forget/?", "../../../admin/", "..", ".", "%2e%2e%2fforget", "x" * 100_000,
-                "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70/../../../forget", "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70?x=1",
-                "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70\n"]
+CLIMBING_IDS = [
+    "../forget/?",
+    "../../../admin/",
+    "..",
+    ".",
+    "%2e%2e%2fforget",
+    "x" * 100_000,
+    "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70/../../../forget",
+    "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70?x=1",
+    "6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70\n",
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +65,7 @@ def requests_since(api_server, since: int, *, until: str) -> list[str]:
     """The requests logged after the first `since`, once one starting with `until` is among them:
     gunicorn logs a request after answering it, and its one worker answers in order, so nothing
     sent before that request can still be missing."""
+
     def seen():
         lines = requests_seen(api_server)[since:]
         return lines if any(line.startswith(until) for line in lines) else None
@@ -78,8 +87,10 @@ def test_ids_that_climb_out_of_their_path_are_refused_by_the_mcp_server_and_reac
     async def session():
         async with over_stdio(api_server, token) as mcp:
             stored = await mcp.call_tool("remember", USER_SAYS)
-            climbs = [await mcp.call_tool("confirm", {"memory_id": bad, "expected_version": 1, "note": "re-checked"})
-                      for bad in CLIMBING_IDS]
+            climbs = [
+                await mcp.call_tool("confirm", {"memory_id": bad, "expected_version": 1, "note": "re-checked"})
+                for bad in CLIMBING_IDS
+            ]
             correction = await mcp.call_tool("remember", {**USER_SAYS, "supersedes": "../forget/", "supersedes_version": 1})
             # A well-formed id, in any form a UUID takes, reaches its own endpoint in canonical form.
             missing = await mcp.call_tool("confirm", {"memory_id": unknown.hex.upper(), "expected_version": 1})
@@ -95,7 +106,7 @@ def test_ids_that_climb_out_of_their_path_are_refused_by_the_mcp_server_and_reac
     confirm_unknown = f"POST /api/v1/memories/{unknown}/confirm/ HTTP/1.1"
     requests = requests_since(api_server, 0, until=confirm_unknown)
     remembered = len(requests) - 1 - requests[::-1].index("POST /api/v1/memories/ HTTP/1.1")
-    assert requests[remembered + 1:] == [confirm_unknown], "a refused call reached the server"
+    assert requests[remembered + 1 :] == [confirm_unknown], "a refused call reached the server"
     record = MemoryRecord.objects.get(pk=memory_id)
     assert (record.version, record.status, record.history.count()) == (1, "active", 1)
     assert MemoryRecord.objects.count() == 1 and ForgetRequest.objects.count() == 0
@@ -142,8 +153,10 @@ def test_the_python_client_refuses_unsafe_ids_keys_and_text_before_sending_anyth
 def test_idempotency_keys_a_header_cannot_carry_are_tool_errors_and_good_ones_still_replay(api_server, token):
     async def session():
         async with over_stdio(api_server, token) as mcp:
-            bad = [await mcp.call_tool("remember", {**USER_SAYS, "idempotency_key": key})
-                   for key in ("ключ", "two words", "line\r\nX-Injected: 1", "k" * 201, "")]
+            bad = [
+                await mcp.call_tool("remember", {**USER_SAYS, "idempotency_key": key})
+                for key in ("ключ", "two words", "line\r\nX-Injected: 1", "k" * 201, "")
+            ]
             first = await mcp.call_tool("remember", {**USER_SAYS, "idempotency_key": "s-9-turn-3"})
             again = await mcp.call_tool("remember", {**USER_SAYS, "idempotency_key": "s-9-turn-3"})
             return bad, first, again
@@ -152,7 +165,8 @@ def test_idempotency_keys_a_header_cannot_carry_are_tool_errors_and_good_ones_st
     for result in bad:
         assert result.is_error
         assert text_of(result).splitlines()[1:] == [
-            "  idempotency_key: must be 1 to 200 visible ASCII characters (letters, digits and punctuation; no spaces)"]
+            "  idempotency_key: must be 1 to 200 visible ASCII characters (letters, digits and punctuation; no spaces)"
+        ]
     assert not first.is_error and not again.is_error
     assert again.structured_content["id"] == first.structured_content["id"]
     assert "already stored, nothing new was written" in text_of(again)
@@ -169,8 +183,11 @@ BAD_ARGUMENTS = [
     ("remember", {**USER_SAYS, "session_id": "s" * 201}, "session_id: String should have at most 200 characters"),
     ("remember", {**USER_SAYS, "source_uri": "u" * 1001}, "source_uri: String should have at most 1000 characters"),
     ("remember", {**USER_SAYS, "ttl_seconds": 0}, "ttl_seconds: Input should be greater than or equal to 1"),
-    ("remember", {**USER_SAYS, "supersedes": str(uuid.uuid4()), "supersedes_version": 2**40},
-     "supersedes_version: Input should be less than or equal to 2147483647"),
+    (
+        "remember",
+        {**USER_SAYS, "supersedes": str(uuid.uuid4()), "supersedes_version": 2**40},
+        "supersedes_version: Input should be less than or equal to 2147483647",
+    ),
     ("remember", {**USER_SAYS, "observed_at": "yesterday"}, "observed_at must be an ISO 8601 date-time with a zone"),
     ("remember", {key: value for key, value in USER_SAYS.items() if key != "subject"}, "subject: Field required"),
     ("recall", {"query": "q" * 1001}, "query: String should have at most 1000 characters"),
@@ -181,10 +198,12 @@ BAD_ARGUMENTS = [
     ("recall", {"query": "acme", "purpose": "p" * 101}, "purpose: String should have at most 100 characters"),
     ("forget", {"subject": ""}, "subject: String should have at least 1 character"),
     ("forget", {"subject": "customer/acme", "reason": "r" * 501}, "reason: String should have at most 500 characters"),
-    ("confirm", {"memory_id": str(uuid.uuid4()), "expected_version": "one"}, "expected_version: Input should be a valid "
-                                                                             "integer"),
-    ("confirm", {"memory_id": str(uuid.uuid4()), "expected_version": 0}, "expected_version: Input should be greater "
-                                                                         "than or equal to 1"),
+    ("confirm", {"memory_id": str(uuid.uuid4()), "expected_version": "one"}, "expected_version: Input should be a valid integer"),
+    (
+        "confirm",
+        {"memory_id": str(uuid.uuid4()), "expected_version": 0},
+        "expected_version: Input should be greater than or equal to 1",
+    ),
     ("confirm", {}, "memory_id: Field required"),
     ("list_memories", {"status": "bogus"}, "status: Input should be 'active', 'quarantined'"),
     ("list_memories", {"subject": "x" * 100_000}, "subject: String should have at most 200 characters"),
@@ -225,7 +244,8 @@ def test_a_crash_inside_a_tool_is_a_plain_tool_error_and_the_server_goes_on(api_
     assert crashed.is_error
     assert text_of(crashed) == (
         "Error executing tool remember: it failed inside the MCP server (InvalidURL). It may or may not have reached "
-        "the memory service: check with list_memories before repeating a write.")
+        "the memory service: check with list_memories before repeating a write."
+    )
     assert len(tools) == 5
 
 
@@ -234,9 +254,22 @@ class _SurrogateService(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps({"items": [{"id": str(uuid.UUID(int=1)), "kind": "preference", "subject": "customer/acme",
-                                      "content": "broken \ud800 text", "authority": "user", "trust": "trusted"}],
-                           "tokens_used": 3, "omitted_for_budget": 0}).encode()
+        body = json.dumps(
+            {
+                "items": [
+                    {
+                        "id": str(uuid.UUID(int=1)),
+                        "kind": "preference",
+                        "subject": "customer/acme",
+                        "content": "broken \ud800 text",
+                        "authority": "user",
+                        "trust": "trusted",
+                    }
+                ],
+                "tokens_used": 3,
+                "omitted_for_budget": 0,
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -250,8 +283,11 @@ class _SurrogateService(BaseHTTPRequestHandler):
 def test_text_from_the_service_that_is_not_unicode_is_a_tool_error_not_a_dead_server():
     service = ThreadingHTTPServer(("127.0.0.1", 0), _SurrogateService)
     threading.Thread(target=service.serve_forever, daemon=True).start()
-    env = {"GOVERNED_MEMORY_URL": f"http://127.0.0.1:{service.server_address[1]}", "GOVERNED_MEMORY_TOKEN": "gma_x",
-           "GOVERNED_MEMORY_PURPOSE": "support"}
+    env = {
+        "GOVERNED_MEMORY_URL": f"http://127.0.0.1:{service.server_address[1]}",
+        "GOVERNED_MEMORY_TOKEN": "gma_x",
+        "GOVERNED_MEMORY_PURPOSE": "support",
+    }
 
     async def session():
         async with McpClient(StdioServerParameters(command=COMMAND, env=env)) as mcp:
@@ -275,12 +311,18 @@ def test_the_mcp_servers_limits_are_the_services():
     assert _core.IDEMPOTENCY_KEY_MAX_CHARS == memory_models.IDEMPOTENCY_KEY_MAX_CHARS
     assert _core._UUID.pattern == UUID_PATTERN
     assert (mcp_server.SUBJECT_MAX_CHARS, mcp_server.PURPOSE_MAX_CHARS, mcp_server.NOTE_MAX_CHARS) == (
-        memory_models.SUBJECT_MAX_CHARS, memory_models.PURPOSE_MAX_CHARS, memory_models.NOTE_MAX_CHARS)
+        memory_models.SUBJECT_MAX_CHARS,
+        memory_models.PURPOSE_MAX_CHARS,
+        memory_models.NOTE_MAX_CHARS,
+    )
     assert mcp_server.KIND_MAX_CHARS == memory_models.MemoryKind._meta.get_field("name").max_length
     assert {fields[name].max_length for name in ("session_id", "turn_id", "tool")} == {mcp_server.PROVENANCE_TEXT_MAX_CHARS}
     assert mcp_server.URI_MAX_CHARS == fields["uri"].max_length
     assert (mcp_server.RECALL_QUERY_MAX_CHARS, mcp_server.RECALL_KINDS_MAX_ITEMS, mcp_server.TTL_MAX_SECONDS) == (
-        validation.RECALL_QUERY_MAX_CHARS, validation.RECALL_KINDS_MAX_ITEMS, validation.TTL_MAX_SECONDS)
+        validation.RECALL_QUERY_MAX_CHARS,
+        validation.RECALL_KINDS_MAX_ITEMS,
+        validation.TTL_MAX_SECONDS,
+    )
     assert mcp_server.RECALL_LIMIT_MAX == settings.MEMORY_RECALL_MAX_LIMIT
     assert mcp_server.TOKEN_BUDGET_MAX == recall["token_budget"].max_value
 
@@ -293,8 +335,9 @@ class RawStdio:
     """The server process driven line by line, as a broken or hostile client would."""
 
     def __init__(self, env: dict[str, str], stderr):
-        self.process = subprocess.Popen([COMMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                        env={**os.environ, **env})
+        self.process = subprocess.Popen(
+            [COMMAND], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env={**os.environ, **env}
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -336,13 +379,25 @@ MALFORMED = [
     ("a cut-off message", b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "par', -32700, None),
     ("bytes that are not UTF-8", b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "x": "\xff\xfe"}', -32700, None),
     ("a surrogate encoded as bytes", b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "x": "\xed\xa0\x80"}', -32700, None),
-    ("a lone surrogate escape", b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "recall", '
-                                b'"arguments": {"query": "\\ud800"}}}', -32600, 6),
+    (
+        "a lone surrogate escape",
+        b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "\\ud800"}}}',
+        -32600,
+        6,
+    ),
     ("a lone surrogate in the id", b'{"jsonrpc": "2.0", "id": "\\udfff", "method": "ping"}', -32600, None),
-    (f"{DEEP} levels of nesting", b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"a": '
-                                  + b"[" * DEEP + b"]" * DEEP + b"}}", -32700, None),
-    ("nesting past the limit", _message(id=8, method="ping", params={"a": json.loads("[" * MAX_NESTING + "]" * MAX_NESTING)}),
-     -32600, 8),
+    (
+        f"{DEEP} levels of nesting",
+        b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"a": ' + b"[" * DEEP + b"]" * DEEP + b"}}",
+        -32700,
+        None,
+    ),
+    (
+        "nesting past the limit",
+        _message(id=8, method="ping", params={"a": json.loads("[" * MAX_NESTING + "]" * MAX_NESTING)}),
+        -32600,
+        8,
+    ),
     ("no method", _message(id=9), -32600, 9),
     ("JSON-RPC 1.0", json.dumps({"jsonrpc": "1.0", "id": 10, "method": "ping"}).encode(), -32600, 10),
     ("a boolean id", _message(id=True, method="ping"), -32600, None),
@@ -360,8 +415,13 @@ def test_every_malformed_json_rpc_line_on_stdio_gets_its_error_and_the_server_go
     stderr = (tmp_path / "stderr.log").open("wb")
     raw = RawStdio(server_env(api_server, token), stderr)
     try:
-        hello = raw.ask(_message(id=1, method="initialize", params={
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}))
+        hello = raw.ask(
+            _message(
+                id=1,
+                method="initialize",
+                params={"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+            )
+        )
         assert hello["id"] == 1 and hello["result"]["serverInfo"]["name"] == "governed-memory"
         raw.send(_message(method="notifications/initialized"))
         raw.send(b"")  # a blank line carries no message and gets no answer
@@ -375,10 +435,20 @@ def test_every_malformed_json_rpc_line_on_stdio_gets_its_error_and_the_server_go
 
         assert raw.ask(_message(id=99, method="ping")) == {"jsonrpc": "2.0", "id": 99, "result": {}}
         listed = raw.ask(_message(id=100, method="tools/list"))
-        assert {tool["name"] for tool in listed["result"]["tools"]} == {"remember", "recall", "forget", "confirm",
-                                                                        "list_memories"}
-        called = raw.ask(_message(id=101, method="tools/call", params={"name": "confirm", "arguments": {
-            "memory_id": "../forget/?", "expected_version": 1}}))
+        assert {tool["name"] for tool in listed["result"]["tools"]} == {
+            "remember",
+            "recall",
+            "forget",
+            "confirm",
+            "list_memories",
+        }
+        called = raw.ask(
+            _message(
+                id=101,
+                method="tools/call",
+                params={"name": "confirm", "arguments": {"memory_id": "../forget/?", "expected_version": 1}},
+            )
+        )
         assert called["id"] == 101 and called["result"]["isError"] is True
         assert raw.process.poll() is None
     finally:
@@ -388,16 +458,28 @@ def test_every_malformed_json_rpc_line_on_stdio_gets_its_error_and_the_server_go
     assert ForgetRequest.objects.count() == 0 and MemoryRecord.objects.count() == 0
 
 
-@pytest.mark.parametrize(("what", "line", "message"), [
-    ("not JSON", b"{oops", "Parse error: the message is not valid JSON: Expecting property name enclosed in double "
-                           "quotes at character 1."),
-    ("not UTF-8", b'"\xff"', "Parse error: the message is not UTF-8 text."),
-    ("too deep", b"[" * DEEP + b"]" * DEEP, f"Parse error: the message is nested deeper than {MAX_NESTING} levels."),
-    ("a lone surrogate", b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"q": "\\ud800"}}',
-     "Invalid Request: a string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text."),
-    ("a boolean id", b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
-     "Invalid Request: a request's id must be a string or an integer."),
-])
+@pytest.mark.parametrize(
+    ("what", "line", "message"),
+    [
+        (
+            "not JSON",
+            b"{oops",
+            "Parse error: the message is not valid JSON: Expecting property name enclosed in double quotes at character 1.",
+        ),
+        ("not UTF-8", b'"\xff"', "Parse error: the message is not UTF-8 text."),
+        ("too deep", b"[" * DEEP + b"]" * DEEP, f"Parse error: the message is nested deeper than {MAX_NESTING} levels."),
+        (
+            "a lone surrogate",
+            b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"q": "\\ud800"}}',
+            "Invalid Request: a string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text.",
+        ),
+        (
+            "a boolean id",
+            b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+            "Invalid Request: a request's id must be a string or an integer.",
+        ),
+    ],
+)
 def test_the_error_says_what_is_wrong_with_the_line(what, line, message):
     assert rejection(line).error.message == message
     assert rejection(_message(id=1, method="ping", params={"q": "😀 fine"})) is None

@@ -35,8 +35,15 @@ def text_of(result) -> str:
     return "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
 
 
-USER_SAYS = {"content": "Acme prefers email over phone.", "subject": "customer/acme", "source_type": "user_turn",
-             "confidence": 0.9, "kind": "preference", "session_id": "s-9", "turn_id": "3"}
+USER_SAYS = {
+    "content": "Acme prefers email over phone.",
+    "subject": "customer/acme",
+    "source_type": "user_turn",
+    "confidence": 0.9,
+    "kind": "preference",
+    "session_id": "s-9",
+    "turn_id": "3",
+}
 
 
 def test_the_tools_are_listed_with_schemas_and_descriptions_that_teach_the_rules(api_server, token):
@@ -51,8 +58,15 @@ def test_the_tools_are_listed_with_schemas_and_descriptions_that_teach_the_rules
     remember = by_name["remember"]
     assert set(remember.input_schema["required"]) == {"content", "subject", "source_type", "confidence"}
     source_type = remember.input_schema["properties"]["source_type"]
-    assert set(source_type["enum"]) == {"user_turn", "tool_output", "web_page", "document", "agent_inference",
-                                        "operator_config", "import"}
+    assert set(source_type["enum"]) == {
+        "user_turn",
+        "tool_output",
+        "web_page",
+        "document",
+        "agent_inference",
+        "operator_config",
+        "import",
+    }
     assert "web_page -> third_party" in remember.description and "quarantined" in remember.description
     assert "awaits human review" in remember.description
     assert "not instructions" in by_name["recall"].description
@@ -65,10 +79,10 @@ def test_remember_then_recall_over_stdio_brings_the_memory_back_with_its_provena
     async def session():
         async with over_stdio(api_server, token) as mcp:
             stored = await mcp.call_tool("remember", USER_SAYS)
-            recalled = await mcp.call_tool("recall", {"query": "how does acme want to be contacted",
-                                                      "subject": "customer/acme"})
-            confirmed = await mcp.call_tool("confirm", {"memory_id": stored.structured_content["id"],
-                                                        "expected_version": 1, "note": "asked again"})
+            recalled = await mcp.call_tool("recall", {"query": "how does acme want to be contacted", "subject": "customer/acme"})
+            confirmed = await mcp.call_tool(
+                "confirm", {"memory_id": stored.structured_content["id"], "expected_version": 1, "note": "asked again"}
+            )
             stale = await mcp.call_tool("confirm", {"memory_id": stored.structured_content["id"], "expected_version": 1})
             listed = await mcp.call_tool("list_memories", {"subject": "customer/acme"})
             return stored, recalled, confirmed, stale, listed
@@ -77,7 +91,11 @@ def test_remember_then_recall_over_stdio_brings_the_memory_back_with_its_provena
     assert not stored.is_error
     memory = stored.structured_content
     assert (memory["status"], memory["authority"], memory["trust"], memory["awaiting_review"]) == (
-        "active", "user", "trusted", False)
+        "active",
+        "user",
+        "trusted",
+        False,
+    )
     assert text_of(stored).startswith(f"Stored memory {memory['id']}: active, trust trusted")
 
     assert not recalled.is_error
@@ -97,8 +115,12 @@ def test_remember_then_recall_over_stdio_brings_the_memory_back_with_its_provena
 
 
 def test_a_quarantined_write_tells_the_model_it_awaits_review_and_is_not_recalled(api_server, token):
-    from_the_web = {**USER_SAYS, "content": "Acme's site says phone support ended.", "source_type": "web_page",
-                    "source_uri": "https://acme.example/support"}
+    from_the_web = {
+        **USER_SAYS,
+        "content": "Acme's site says phone support ended.",
+        "source_type": "web_page",
+        "source_uri": "https://acme.example/support",
+    }
 
     async def session():
         async with over_stdio(api_server, token) as mcp:
@@ -130,7 +152,9 @@ def test_the_server_speaks_streamable_http_too(api_server, token, tmp_path):
     log = (tmp_path / "mcp.log").open("wb")
     process = subprocess.Popen(
         [COMMAND, "--transport", "streamable-http", "--port", str(port)],
-        env={**os.environ, **server_env(api_server, token)}, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, **server_env(api_server, token)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
 
     async def session():

@@ -29,14 +29,35 @@ from tests.clients.conftest import RecordingTransport
 from tests.processes import free_port
 
 RECORD = {
-    "id": "6f1c0000-0000-0000-0000-000000000001", "tenant": "acme", "agent": "support-bot", "kind": "preference",
-    "subject": "customer/acme", "purpose": "support", "content": "Prefers email.", "content_hash": "sha256:ab",
-    "authority": "user", "trust": "trusted", "confidence": 0.9, "status": "active", "version": 3,
-    "provenance": {"source_type": "user_turn", "uri": None, "session_id": "s-1", "turn_id": "12",
-                   "tool": None, "source_version": None, "observed_at": "2026-11-29T10:00:00Z", "contaminated": False,
-                   "risk_flags": ["new provenance field"]},
-    "created_at": "2026-11-29T10:00:01.123456Z", "confirmed_at": "2026-11-29T10:00:01+00:00",
-    "expires_at": "2026-12-06T10:00:01Z", "supersedes": None, "superseded_by": None,
+    "id": "6f1c0000-0000-0000-0000-000000000001",
+    "tenant": "acme",
+    "agent": "support-bot",
+    "kind": "preference",
+    "subject": "customer/acme",
+    "purpose": "support",
+    "content": "Prefers email.",
+    "content_hash": "sha256:ab",
+    "authority": "user",
+    "trust": "trusted",
+    "confidence": 0.9,
+    "status": "active",
+    "version": 3,
+    "provenance": {
+        "source_type": "user_turn",
+        "uri": None,
+        "session_id": "s-1",
+        "turn_id": "12",
+        "tool": None,
+        "source_version": None,
+        "observed_at": "2026-11-29T10:00:00Z",
+        "contaminated": False,
+        "risk_flags": ["new provenance field"],
+    },
+    "created_at": "2026-11-29T10:00:01.123456Z",
+    "confirmed_at": "2026-11-29T10:00:01+00:00",
+    "expires_at": "2026-12-06T10:00:01Z",
+    "supersedes": None,
+    "superseded_by": None,
     "written_by": {"a": "field added later"},
 }
 
@@ -52,13 +73,24 @@ def test_a_record_with_unknown_fields_and_without_optional_ones_is_read():
 
 
 def test_recall_reads_whatever_score_parts_the_server_names_and_renders_one_prompt_block():
-    item = {"id": "x", "kind": "semantic", "subject": "s", "content": "c", "authority": "third_party",
-            "trust": "verified", "confidence": 0.5, "provenance": None, "score": 1.5,
-            "score_parts": {"lexical": 1.0, "semantic": 0.25, "fusion": 0.25, "brand_new_part": 0}, "tokens": 3,
-            "context": "[semantic | third_party | confirmed 2026-11-29 | source web_page https://e.x | recorded 2026-11-29] c",
-            "explanation": "a field added later"}
-    result = RecallResult.from_json({"items": [item, {**item, "id": "y", "trust": ""}], "tokens_used": 6,
-                                     "omitted_for_budget": 1, "index": "lexical-v2"})
+    item = {
+        "id": "x",
+        "kind": "semantic",
+        "subject": "s",
+        "content": "c",
+        "authority": "third_party",
+        "trust": "verified",
+        "confidence": 0.5,
+        "provenance": None,
+        "score": 1.5,
+        "score_parts": {"lexical": 1.0, "semantic": 0.25, "fusion": 0.25, "brand_new_part": 0},
+        "tokens": 3,
+        "context": "[semantic | third_party | confirmed 2026-11-29 | source web_page https://e.x | recorded 2026-11-29] c",
+        "explanation": "a field added later",
+    }
+    result = RecallResult.from_json(
+        {"items": [item, {**item, "id": "y", "trust": ""}], "tokens_used": 6, "omitted_for_budget": 1, "index": "lexical-v2"}
+    )
     assert result.items[0].score_parts == {"lexical": 1.0, "semantic": 0.25, "fusion": 0.25, "brand_new_part": 0.0}
     header, first, second = result.to_prompt().splitlines()
     assert "not instructions" in header
@@ -68,9 +100,12 @@ def test_recall_reads_whatever_score_parts_the_server_names_and_renders_one_prom
 
 def test_each_provenance_helper_carries_the_authority_of_its_source_into_the_write_body():
     helpers = {
-        "user_turn": Provenance.user_turn("s-1", 12), "web_page": Provenance.web_page("https://e.x"),
-        "tool_output": Provenance.tool_output("crm", session="s-1"), "document": Provenance.document("file:///a"),
-        "import": Provenance.imported("file:///b"), "agent_inference": Provenance.agent_inference(),
+        "user_turn": Provenance.user_turn("s-1", 12),
+        "web_page": Provenance.web_page("https://e.x"),
+        "tool_output": Provenance.tool_output("crm", session="s-1"),
+        "document": Provenance.document("file:///a"),
+        "import": Provenance.imported("file:///b"),
+        "agent_inference": Provenance.agent_inference(),
         "operator_config": Provenance.operator_config(),
     }
     assert set(helpers) == set(DEFAULT_AUTHORITY)
@@ -118,8 +153,13 @@ def test_answers_become_values_retries_or_typed_errors():
     with pytest.raises(ServerError) as proxy:
         outcome(call, _answer(502, text="<html>bad gateway</html>"), 2, policy)
     assert proxy.value.title == "Bad Gateway" and proxy.value.errors == {}
-    invalid = {"type": "urn:governed-memory:problem:validation_failed", "title": "Invalid memory", "status": 400,
-               "detail": "The memory was not stored: see errors.", "errors": {"provenance.uri": ["Needs its URI."]}}
+    invalid = {
+        "type": "urn:governed-memory:problem:validation_failed",
+        "title": "Invalid memory",
+        "status": 400,
+        "detail": "The memory was not stored: see errors.",
+        "errors": {"provenance.uri": ["Needs its URI."]},
+    }
     with pytest.raises(ValidationError) as bad:
         outcome(call, _answer(400, invalid), 1, policy)
     assert bad.value.code == "validation_failed" and bad.value.errors == {"provenance.uri": ["Needs its URI."]}

@@ -19,8 +19,10 @@ from django.urls import reverse
 SETTINGS_FILE = settings.BASE_DIR / "config" / "settings.py"
 README = settings.BASE_DIR / "README.md"
 # Every variable a settings module reads that a test's own environment could set.
-_SETTINGS_VARIABLES = re.compile(r"^(APP_ENV|SECRET_KEY|DEBUG|ALLOWED_HOSTS|CSRF_TRUSTED_ORIGINS|DATABASE_URL|REDIS_URL|SECURE_.*|"
-                                 r"SESSION_COOKIE_SECURE|CSRF_COOKIE_SECURE)$")
+_SETTINGS_VARIABLES = re.compile(
+    r"^(APP_ENV|SECRET_KEY|DEBUG|ALLOWED_HOSTS|CSRF_TRUSTED_ORIGINS|DATABASE_URL|REDIS_URL|SECURE_.*|"
+    r"SESSION_COOKIE_SECURE|CSRF_COOKIE_SECURE)$"
+)
 
 
 def readme_production_variables() -> dict[str, str]:
@@ -44,7 +46,11 @@ def clean_environ(tmp_path, **variables: str) -> dict[str, str]:
 def deploy_check(env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -65,11 +71,14 @@ def test_deploy_check_passes_with_the_readme_production_variables(tmp_path):
     assert "no issues" in result.stdout
 
 
-@pytest.mark.parametrize(("turned_off", "warning"), [
-    ({"SECURE_SSL_REDIRECT": "false"}, "security.W008"),
-    ({"SECURE_HSTS_SECONDS": "0"}, "security.W004"),
-    ({"SECURE_HSTS_PRELOAD": "false"}, "security.W021"),
-])
+@pytest.mark.parametrize(
+    ("turned_off", "warning"),
+    [
+        ({"SECURE_SSL_REDIRECT": "false"}, "security.W008"),
+        ({"SECURE_HSTS_SECONDS": "0"}, "security.W004"),
+        ({"SECURE_HSTS_PRELOAD": "false"}, "security.W021"),
+    ],
+)
 def test_deploy_check_names_a_protection_turned_off(tmp_path, turned_off, warning):
     result = deploy_check(clean_environ(tmp_path, **readme_production_variables(), **turned_off))
     assert result.returncode != 0
@@ -83,20 +92,29 @@ def test_an_unknown_app_env_is_refused_at_settings_import(monkeypatch, tmp_path,
 
 
 def test_an_unknown_app_env_stops_a_management_command(tmp_path):
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=settings.BASE_DIR,
-                            env=clean_environ(tmp_path, APP_ENV="prod"), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=settings.BASE_DIR,
+        env=clean_environ(tmp_path, APP_ENV="prod"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     assert "ImproperlyConfigured: APP_ENV must be one of development, production; got 'prod'." in result.stderr
 
 
-@pytest.mark.parametrize(("variables", "message"), [
-    ({"SECRET_KEY": "x" * 40}, "SECRET_KEY set to a random value of 50\\+ characters"),  # Django's deploy check wants 50
-    ({"SECRET_KEY": "ab" * 30}, "SECRET_KEY"),  # long, but two distinct characters
-    ({"SECRET_KEY": "django-insecure-" + secrets.token_urlsafe(50)}, "SECRET_KEY"),
-    ({"ALLOWED_HOSTS": ""}, "needs ALLOWED_HOSTS"),
-    ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto,https"}, "HTTP_X_FORWARDED_PROTO,https"),
-    ({"SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO"}, "two values separated by a comma"),
-])
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"SECRET_KEY": "x" * 40}, "SECRET_KEY set to a random value of 50\\+ characters"),  # Django's deploy check wants 50
+        ({"SECRET_KEY": "ab" * 30}, "SECRET_KEY"),  # long, but two distinct characters
+        ({"SECRET_KEY": "django-insecure-" + secrets.token_urlsafe(50)}, "SECRET_KEY"),
+        ({"ALLOWED_HOSTS": ""}, "needs ALLOWED_HOSTS"),
+        ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto,https"}, "HTTP_X_FORWARDED_PROTO,https"),
+        ({"SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO"}, "two values separated by a comma"),
+    ],
+)
 def test_production_refuses_weak_or_malformed_settings(monkeypatch, tmp_path, variables, message):
     with pytest.raises(ImproperlyConfigured, match=message):
         load_settings(monkeypatch, tmp_path, **{**readme_production_variables(), **variables})
@@ -106,8 +124,11 @@ def test_production_turns_https_on_and_development_leaves_it_off(monkeypatch, tm
     production = load_settings(monkeypatch, tmp_path, **readme_production_variables())
     assert production["DEBUG"] is False
     assert production["SECURE_SSL_REDIRECT"] is True
-    assert (production["SECURE_HSTS_SECONDS"], production["SECURE_HSTS_INCLUDE_SUBDOMAINS"], production["SECURE_HSTS_PRELOAD"]) \
-        == (31_536_000, True, True)
+    assert (
+        production["SECURE_HSTS_SECONDS"],
+        production["SECURE_HSTS_INCLUDE_SUBDOMAINS"],
+        production["SECURE_HSTS_PRELOAD"],
+    ) == (31_536_000, True, True)
     assert production["SESSION_COOKIE_SECURE"] and production["CSRF_COOKIE_SECURE"]
     assert production["SECURE_PROXY_SSL_HEADER"] == ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -120,9 +141,17 @@ def test_production_turns_https_on_and_development_leaves_it_off(monkeypatch, tm
 @pytest.mark.django_db
 def test_probes_use_plain_http_and_everything_else_is_redirected_to_https(monkeypatch, tmp_path):
     production = load_settings(monkeypatch, tmp_path, **readme_production_variables())
-    https = {name: production[name] for name in (
-        "SECURE_SSL_REDIRECT", "SECURE_REDIRECT_EXEMPT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-        "SECURE_HSTS_PRELOAD", "SECURE_PROXY_SSL_HEADER")}
+    https = {
+        name: production[name]
+        for name in (
+            "SECURE_SSL_REDIRECT",
+            "SECURE_REDIRECT_EXEMPT",
+            "SECURE_HSTS_SECONDS",
+            "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+            "SECURE_HSTS_PRELOAD",
+            "SECURE_PROXY_SSL_HEADER",
+        )
+    }
     with override_settings(**https):
         client = Client()  # built under the override: SecurityMiddleware reads its settings once
         for probe in (reverse("health"), reverse("metrics")):

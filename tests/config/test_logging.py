@@ -74,4 +74,9 @@ def test_error_lines_carry_the_path_but_not_the_query_string(json_log, settings,
     assert errors[0]["exception_type"] == "ValueError"
     requests = [line for line in lines if line.get("event") == "request"]
     assert [r["path"] for r in requests] == [
-        "/boom/", "/api/v1/boom/", "/api/v1/no-such-endpoint/", "/no-such-page/", "/api/v1/memories/"]
+        "/boom/",
+        "/api/v1/boom/",
+        "/api/v1/no-such-endpoint/",
+        "/no-such-page/",
+        "/api/v1/memories/",
+    ]

@@ -11,8 +11,10 @@ pytestmark = [
     pytest.mark.postgresql(reason="the PostgreSQL backend (SQLite stores text)"),
 ]
 
-VALUES = ("SELECT '2026-12-02 01:02:03.456789+00'::timestamptz, '2020-02-29 23:59:59.999999+05:30'::timestamptz, "
-          "'1999-12-31 23:00:00-08'::timestamptz, '0099-01-01 00:00:00+00'::timestamptz, now(), NULL::timestamptz")
+VALUES = (
+    "SELECT '2026-12-02 01:02:03.456789+00'::timestamptz, '2020-02-29 23:59:59.999999+05:30'::timestamptz, "
+    "'1999-12-31 23:00:00-08'::timestamptz, '0099-01-01 00:00:00+00'::timestamptz, now(), NULL::timestamptz"
+)
 
 
 def _fetch(register=None) -> tuple:
@@ -41,4 +43,6 @@ def test_django_cursors_parse_with_psycopgs_compiled_loader():
         assert loader.timezone == connection.timezone  # what keeps Django's create_cursor from replacing it
         parser = type(loader(oid, cursor.cursor)._parse.__self__)
     assert parser is adapters.get_loader(oid, Format.TEXT)  # psycopg's own
-    assert pq.__impl__ == "binary" and parser.__module__.startswith("psycopg_binary")  # the compiled one (pyproject: psycopg[binary])
+    assert pq.__impl__ == "binary" and parser.__module__.startswith(
+        "psycopg_binary"
+    )  # the compiled one (pyproject: psycopg[binary])

@@ -24,9 +24,18 @@ def test_seed_demo_refuses_in_production_and_changes_nothing(tmp_path):
     before = counts()
 
     result = subprocess.run(
-        [sys.executable, "manage.py", "seed_demo"], cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120,
-        env=clean_environ(tmp_path, APP_ENV="production", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="memory.example.com",
-                          DATABASE_URL=database_url_for_subprocesses()),
+        [sys.executable, "manage.py", "seed_demo"],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_environ(
+            tmp_path,
+            APP_ENV="production",
+            SECRET_KEY=secrets.token_urlsafe(50),
+            ALLOWED_HOSTS="memory.example.com",
+            DATABASE_URL=database_url_for_subprocesses(),
+        ),
     )
 
     assert result.returncode == 1

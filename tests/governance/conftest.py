@@ -20,26 +20,50 @@ def make_records(tenant, credential):
     `age` is how long ago the record was written and entered its status; `expired` puts
     `expires_at` an hour in the past (else a month ahead)."""
 
-    def make(count: int, *, status: str = Status.ACTIVE, age: timedelta = timedelta(hours=2), kind: str = "preference",
-             subject: str = "customer/bulk", expired: bool = True, content: str = "Bulk note {i}.") -> list[uuid.UUID]:
+    def make(
+        count: int,
+        *,
+        status: str = Status.ACTIVE,
+        age: timedelta = timedelta(hours=2),
+        kind: str = "preference",
+        subject: str = "customer/bulk",
+        expired: bool = True,
+        content: str = "Bulk note {i}.",
+    ) -> list[uuid.UUID]:
         now = timezone.now()
         written = now - age
         kind_row = MemoryKind.objects.get(name=kind)
         records = [
             MemoryRecord(
-                tenant=tenant, agent=credential.agent, subject=subject, purpose="support", kind=kind_row,
-                content=content.format(i=i), content_hash=content_digest(content.format(i=i)),
-                source_type=SourceType.USER_TURN, authority=Authority.USER, trust=Trust.TRUSTED, confidence=0.8,
-                created_at=written, confirmed_at=written, status_changed_at=written,
+                tenant=tenant,
+                agent=credential.agent,
+                subject=subject,
+                purpose="support",
+                kind=kind_row,
+                content=content.format(i=i),
+                content_hash=content_digest(content.format(i=i)),
+                source_type=SourceType.USER_TURN,
+                authority=Authority.USER,
+                trust=Trust.TRUSTED,
+                confidence=0.8,
+                created_at=written,
+                confirmed_at=written,
+                status_changed_at=written,
                 expires_at=(now - timedelta(hours=1)) if expired else (now + timedelta(days=30)),
-                status=status, version=1,
+                status=status,
+                version=1,
             )
             for i in range(count)
         ]
         if expired and records and records[0].expires_at <= written:
             raise ValueError("age must be more than an hour so that expires_at comes after created_at")
-        bulk_create_with_history(records, MemoryRecord, batch_size=2000, default_change_reason=f"write.{status}",
-                                 custom_historical_attrs={"history_actor": "test:bulk"})
+        bulk_create_with_history(
+            records,
+            MemoryRecord,
+            batch_size=2000,
+            default_change_reason=f"write.{status}",
+            custom_historical_attrs={"history_actor": "test:bulk"},
+        )
         return [record.pk for record in records]
 
     return make

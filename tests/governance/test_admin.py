@@ -54,19 +54,28 @@ def test_job_runs_and_forget_receipts_are_visible_and_read_only(admin_client, te
 # job runs and the schedule, as an admin reads them
 
 
-def made_run(job: str, *, counts: dict, errors: list | None = None, status=JobRun.Status.SUCCEEDED,
-             ago: timedelta = timedelta(0)) -> JobRun:
+def made_run(
+    job: str, *, counts: dict, errors: list | None = None, status=JobRun.Status.SUCCEEDED, ago: timedelta = timedelta(0)
+) -> JobRun:
     started = timezone.now() - ago
-    return JobRun.objects.create(job=job, status=status, trigger="beat", started_at=started,
-                                 finished_at=started + timedelta(seconds=1.25), counts=counts, errors=errors or [])
+    return JobRun.objects.create(
+        job=job,
+        status=status,
+        trigger="beat",
+        started_at=started,
+        finished_at=started + timedelta(seconds=1.25),
+        counts=counts,
+        errors=errors or [],
+    )
 
 
 def test_job_runs_list_a_line_of_non_zero_counts_with_duration_and_errors_not_the_json(admin_client):
     idle = run_job("propagate_forgets", trigger="run_job")  # 17 counts, all zero
     assert len(idle.counts) > 10 and not any(idle.counts.values())
     made_run("propose_duplicates", counts={"records": 7, "deferred": 0, "duplicate_proposals": 1})
-    made_run("expire", counts={"expired": 0}, status=JobRun.Status.FAILED,
-             errors=["ValueError: " + "x" * 200, "KeyError: second"])
+    made_run(
+        "expire", counts={"expired": 0}, status=JobRun.Status.FAILED, errors=["ValueError: " + "x" * 200, "KeyError: second"]
+    )
 
     page = admin_client.get("/admin/governance/jobrun/").content.decode()
     assert "records: 7, duplicate proposals: 1" in page and "deferred" not in page
@@ -97,11 +106,20 @@ def test_the_activity_filter_separates_runs_that_did_something_from_idle_ones(ad
     assert listed("") == {busy.pk, idle.pk, failed.pk}  # nothing hidden by default
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (86400, "every day"), (172800, "every 2 days"), (3600, "every hour"), (21600, "every 6 hours"),
-    (300, "every 5 minutes"), (60, "every minute"), (90, "every 90 seconds"), (1, "every second"),
-    (0.5, "every 0.5 seconds"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (86400, "every day"),
+        (172800, "every 2 days"),
+        (3600, "every hour"),
+        (21600, "every 6 hours"),
+        (300, "every 5 minutes"),
+        (60, "every minute"),
+        (90, "every 90 seconds"),
+        (1, "every second"),
+        (0.5, "every 0.5 seconds"),
+    ],
+)
 def test_intervals_read_in_their_largest_whole_unit(seconds, text):
     assert every_text(seconds) == text
 
@@ -146,8 +164,15 @@ def test_the_periodic_task_form_selects_the_registered_task_and_saves_either_kin
     assert 'name="task" value="' not in form  # the "other task" box is empty, not a truncated copy
     assert "job-expire: every minute" in form  # breadcrumbs and subtitle in words
 
-    base = {"name": row.name, "enabled": "on", "description": row.description, "interval": row.interval_id,
-            "args": "[]", "kwargs": "{}", "headers": "{}"}
+    base = {
+        "name": row.name,
+        "enabled": "on",
+        "description": row.description,
+        "interval": row.interval_id,
+        "args": "[]",
+        "kwargs": "{}",
+        "headers": "{}",
+    }
     assert admin_client.post(url, {**base, "regtask": "governance.tasks.run_prune", "task": ""}).status_code == 302
     assert PeriodicTask.objects.get(pk=row.pk).task == "governance.tasks.run_prune"
     assert admin_client.post(url, {**base, "regtask": "", "task": "custom.elsewhere"}).status_code == 302

@@ -83,7 +83,10 @@ def assert_no_content(message) -> None:
 
 
 def test_an_item_past_its_threshold_gives_one_alert_email_not_one_per_tick(
-    write, mailed_reviewer, reviewer_actor, client,
+    write,
+    mailed_reviewer,
+    reviewer_actor,
+    client,
 ):
     record = quarantined(write, waited=timedelta(hours=23))
     assert tick().counts["alerts_opened"] == 0 and mail.outbox == []  # within 24 h: nothing
@@ -117,7 +120,12 @@ def test_an_item_past_its_threshold_gives_one_alert_email_not_one_per_tick(
 
 
 def test_thresholds_are_per_tenant_and_0_turns_an_alert_off(
-    tenant, other_tenant, write, make_credential, make_reviewer, mailed_reviewer,
+    tenant,
+    other_tenant,
+    write,
+    make_credential,
+    make_reviewer,
+    mailed_reviewer,
 ):
     other = make_reviewer(other_tenant, username="gus")
     other.email = "gus@globex.example"
@@ -132,7 +140,12 @@ def test_thresholds_are_per_tenant_and_0_turns_an_alert_off(
 
 
 def test_drift_backlog_overdue_forget_and_stale_job_alerts(
-    tenant, write, mailed_reviewer, reviewer_actor, settings, drifting,
+    tenant,
+    write,
+    mailed_reviewer,
+    reviewer_actor,
+    settings,
+    drifting,
 ):
     AlertPolicy.objects.create(tenant=tenant, drift_backlog_max=1, forget_max_minutes=30)
     drifting(days=120)
@@ -198,7 +211,9 @@ def test_the_digest_lists_the_days_items(tenant, write, mailed_reviewer, reviewe
     expiring = write(content="Travelling this week.", subject=SECRET_SUBJECT, ttl_seconds=3 * 86400)
     forget = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/zed", reason="erasure")
     PropagationReceipt.objects.create(forget_request=forget, artifact="search_index", removed=1, completed_at=timezone.now())
-    MemoryRecord.objects.filter(pk__in=[new.pk, approved.pk, rejected.pk, expiring.pk]).update(created_at=now - timedelta(hours=2))
+    MemoryRecord.objects.filter(pk__in=[new.pk, approved.pk, rejected.pk, expiring.pk]).update(
+        created_at=now - timedelta(hours=2)
+    )
     MemoryRecord.objects.filter(pk=new.pk).update(status_changed_at=now - timedelta(hours=1))
 
     run = tick(now)
@@ -208,13 +223,18 @@ def test_the_digest_lists_the_days_items(tenant, write, mailed_reviewer, reviewe
     assert message.subject == "[governed memory] Daily digest: 1 new in quarantine, 2 decided, 1 due for drift review"
     body = message.body
     assert "New in quarantine: 1\n" in body
-    assert f"  - {str(new.pk)[:8]} preference from web page (acme), flagged: override, secret: " \
-           f"https://memory.example/review/memories/{new.pk}/" in body
+    assert (
+        f"  - {str(new.pk)[:8]} preference from web page (acme), flagged: override, secret: "
+        f"https://memory.example/review/memories/{new.pk}/" in body
+    )
     assert "Decided: 1 approved, 1 rejected" in body
     assert "Due for drift review: 1: https://memory.example/review/drift/" in body
     assert "Expiring within 7 days: 1\n" in body and f"https://memory.example/review/memories/{expiring.pk}/" in body
     assert "Forget requests: 1 filed, 0 completed" in body
-    assert f"  - {str(forget.pk)[:8]} propagating, 0 records, 1 receipts so far (acme): https://memory.example/review/forget/{forget.pk}/" in body
+    assert (
+        f"  - {str(forget.pk)[:8]} propagating, 0 records, 1 receipts so far (acme): https://memory.example/review/forget/{forget.pk}/"
+        in body
+    )
     assert "https://memory.example/review/notifications/" in body
     assert_no_content(message)
     assert "customer/zed" not in body and "Travelling" not in body
@@ -272,11 +292,13 @@ def test_the_prometheus_alerting_rules_use_only_metrics_the_app_exposes(client, 
     exposed = client.get("/metrics").content.decode()
     # Every series name the exposition declares (# TYPE lines), with the suffixes its type adds.
     suffixes = {"counter": ("", "_total"), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
-    names = {name + suffix for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", exposed, re.M)
-             for suffix in suffixes.get(kind, ("",))}
+    names = {
+        name + suffix for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", exposed, re.M) for suffix in suffixes.get(kind, ("",))
+    }
     alerts = [rule for group in rules["groups"] for rule in group["rules"]]
     assert {"GovernedMemoryQuarantineWaiting", "GovernedMemoryDriftBacklog", "GovernedMemoryForgetOverdue"} <= {
-        rule["alert"] for rule in alerts}
+        rule["alert"] for rule in alerts
+    }
     for rule in alerts:
         assert {"alert", "expr", "labels", "annotations"} <= set(rule), rule
         used = set(re.findall(r"governed_memory_[a-z_]+", rule["expr"]))

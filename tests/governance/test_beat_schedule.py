@@ -28,8 +28,10 @@ def admin_client(client):
 
 
 def schedule_rows() -> dict[str, tuple[str, int, bool]]:
-    return {row.name: (row.task, row.interval.every if row.interval else None, row.enabled)
-            for row in PeriodicTask.objects.select_related("interval")}
+    return {
+        row.name: (row.task, row.interval.every if row.interval else None, row.enabled)
+        for row in PeriodicTask.objects.select_related("interval")
+    }
 
 
 def test_the_migration_seeds_one_enabled_row_per_job_from_todays_defaults(settings):
@@ -110,10 +112,20 @@ def test_a_schedule_changed_in_the_admin_reaches_a_running_scheduler(admin_clien
     every_5_s = IntervalSchedule.objects.create(every=5, period="seconds")
     form = admin_client.get(f"/admin/django_celery_beat/periodictask/{row.pk}/change/")
     assert form.status_code == 200 and b"job-expire" in form.content
-    response = admin_client.post(f"/admin/django_celery_beat/periodictask/{row.pk}/change/", {
-        "name": row.name, "regtask": row.task, "task": row.task, "enabled": "on", "description": row.description,
-        "interval": every_5_s.pk, "args": "[]", "kwargs": "{}", "headers": "{}",
-    })
+    response = admin_client.post(
+        f"/admin/django_celery_beat/periodictask/{row.pk}/change/",
+        {
+            "name": row.name,
+            "regtask": row.task,
+            "task": row.task,
+            "enabled": "on",
+            "description": row.description,
+            "interval": every_5_s.pk,
+            "args": "[]",
+            "kwargs": "{}",
+            "headers": "{}",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:3000]
     prune = PeriodicTask.objects.get(name=entry_name("prune"))
     admin_client.post("/admin/django_celery_beat/periodictask/", {"action": "disable_tasks", "_selected_action": [prune.pk]})
@@ -130,17 +142,25 @@ def run_now(admin_client, capture_on_commit, url: str, pks: list) -> list[tuple[
     """Post the admin's "Run now" action; return the (task, kwargs) it sent once its transaction
     committed (the broker itself is replaced: what it delivers is tested with a real worker)."""
     sent = []
-    with (mock.patch("celery.app.task.Task.apply_async", autospec=True,
-                     side_effect=lambda task, args=None, kwargs=None, **options: sent.append((task.name, kwargs))),
-          capture_on_commit(execute=True)):
-        response = admin_client.post(url, {"action": "run_tasks" if "periodictask" in url else "run_now",
-                                           "_selected_action": pks}, follow=True)
+    with (
+        mock.patch(
+            "celery.app.task.Task.apply_async",
+            autospec=True,
+            side_effect=lambda task, args=None, kwargs=None, **options: sent.append((task.name, kwargs)),
+        ),
+        capture_on_commit(execute=True),
+    ):
+        response = admin_client.post(
+            url, {"action": "run_tasks" if "periodictask" in url else "run_now", "_selected_action": pks}, follow=True
+        )
     assert response.status_code == 200
     return sent
 
 
 def test_run_now_on_the_schedule_sends_the_task_beat_sends_and_the_run_is_recorded_as_admin(
-    admin_client, django_capture_on_commit_callbacks, make_records,
+    admin_client,
+    django_capture_on_commit_callbacks,
+    make_records,
 ):
     ids = make_records(2)  # past their expires_at
     expire = PeriodicTask.objects.get(name=entry_name("expire"))
@@ -159,7 +179,10 @@ def test_run_now_on_job_runs_sends_each_selected_job_once(admin_client, django_c
 
     runs = [run_job("prune", trigger="run_job"), run_job("prune", trigger="run_job"), run_job("alerts", trigger="run_job")]
     sent = run_now(admin_client, django_capture_on_commit_callbacks, "/admin/governance/jobrun/", [run.pk for run in runs])
-    assert sorted(sent) == [("governance.tasks.run_alerts", {"trigger": "admin"}), ("governance.tasks.run_prune", {"trigger": "admin"})]
+    assert sorted(sent) == [
+        ("governance.tasks.run_alerts", {"trigger": "admin"}),
+        ("governance.tasks.run_prune", {"trigger": "admin"}),
+    ]
 
 
 def test_only_who_may_change_the_schedule_may_run_a_job_now(client, django_capture_on_commit_callbacks):

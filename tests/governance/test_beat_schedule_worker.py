@@ -30,13 +30,27 @@ def test_a_running_beat_follows_the_schedule_an_admin_changes(celery_stack, clie
         wait_for(expire_row_written_by_beat, timeout=60, interval=0.25, what="beat to write its pinned schedule")
         row = PeriodicTask.objects.get(name=entry_name("expire"))
         every_second = IntervalSchedule.objects.create(every=1, period="seconds")
-        response = client.post(f"/admin/django_celery_beat/periodictask/{row.pk}/change/", {
-            "name": row.name, "regtask": row.task, "task": row.task, "enabled": "on", "description": row.description,
-            "interval": every_second.pk, "args": "[]", "kwargs": "{}", "headers": "{}",
-        })
+        response = client.post(
+            f"/admin/django_celery_beat/periodictask/{row.pk}/change/",
+            {
+                "name": row.name,
+                "regtask": row.task,
+                "task": row.task,
+                "enabled": "on",
+                "description": row.description,
+                "interval": every_second.pk,
+                "args": "[]",
+                "kwargs": "{}",
+                "headers": "{}",
+            },
+        )
         assert response.status_code == 302
-        wait_for(lambda: JobRun.objects.filter(job="expire", trigger="beat", status=JobRun.Status.SUCCEEDED).count() >= 2,
-                 timeout=60, interval=0.25, what="beat to run expire on the interval set in the admin")
+        wait_for(
+            lambda: JobRun.objects.filter(job="expire", trigger="beat", status=JobRun.Status.SUCCEEDED).count() >= 2,
+            timeout=60,
+            interval=0.25,
+            what="beat to run expire on the interval set in the admin",
+        )
         assert not JobRun.objects.exclude(job="expire").exists()  # the other jobs stay off
 
 
@@ -44,11 +58,28 @@ def test_the_worker_records_a_run_sent_as_run_now_with_trigger_admin(celery_stac
     celery_stack.start_worker()
     # The message the admin's "Run now" sends: the job's own task with trigger "admin".
     subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "config", "call", "governance.tasks.run_prune",
-         "--kwargs", json.dumps({"trigger": "admin"})],
-        cwd=celery_stack.directory, env=celery_stack.env, check=True, capture_output=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "call",
+            "governance.tasks.run_prune",
+            "--kwargs",
+            json.dumps({"trigger": "admin"}),
+        ],
+        cwd=celery_stack.directory,
+        env=celery_stack.env,
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     with celery_stack.explained():
-        run = wait_for(lambda: JobRun.objects.filter(job="prune").exclude(status=JobRun.Status.RUNNING).first(),
-                       timeout=60, interval=0.25, what="the worker to run prune")
+        run = wait_for(
+            lambda: JobRun.objects.filter(job="prune").exclude(status=JobRun.Status.RUNNING).first(),
+            timeout=60,
+            interval=0.25,
+            what="the worker to run prune",
+        )
         assert (run.trigger, run.status) == ("admin", JobRun.Status.SUCCEEDED)

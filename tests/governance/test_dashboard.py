@@ -59,10 +59,12 @@ def test_late_expiry_is_not_on_schedule(write, reviewer_actor):
 def test_propagation_lag_quantiles(reviewer_actor, tenant):
     now = timezone.now()
     for seconds in (2, 4, 6, 8, 100):
-        request = ForgetRequest.objects.create(tenant=tenant, subject="x", requested_by="test",
-                                               status=ForgetRequest.Status.COMPLETED)
-        ForgetRequest.objects.filter(pk=request.pk).update(requested_at=now - timedelta(hours=1),
-                                                           completed_at=now - timedelta(hours=1) + timedelta(seconds=seconds))
+        request = ForgetRequest.objects.create(
+            tenant=tenant, subject="x", requested_by="test", status=ForgetRequest.Status.COMPLETED
+        )
+        ForgetRequest.objects.filter(pk=request.pk).update(
+            requested_at=now - timedelta(hours=1), completed_at=now - timedelta(hours=1) + timedelta(seconds=seconds)
+        )
     data = build_dashboard(reviewer_actor)
     assert data.propagation_lag_p50 == timedelta(seconds=6)
     assert timedelta(seconds=8) < data.propagation_lag_p95 < timedelta(seconds=100)
@@ -77,7 +79,7 @@ def test_page_renders_svg_charts_without_external_resources(reviewer_client, wri
     # writes, ages, golden recall, propagation lag: each drawn for a laptop and for a phone
     assert html.count("<svg") == 8 and html.count('<div class="chart-narrow"><svg') == 4
     assert "Attributed writes" in html and "100.0%" in html
-    assert "cdn" not in html.lower() and "<script src=\"http" not in html
+    assert "cdn" not in html.lower() and '<script src="http' not in html
 
 
 def _queries_for_page(client) -> int:
@@ -128,10 +130,12 @@ def test_median_age_is_computed_from_the_real_ages(write, reviewer_actor):
 def test_forget_lag_percentiles_cover_every_request_of_the_90_days_not_the_oldest_500(tenant, reviewer_actor):
     now = timezone.now()
     lags = [float(1 + (i * 37) % 600) for i in range(620)]  # seconds, 620 requests
-    requests = ForgetRequest.objects.bulk_create([
-        ForgetRequest(tenant=tenant, subject=f"s-{i}", status=ForgetRequest.Status.COMPLETED, requested_by="test")
-        for i in range(len(lags))
-    ])
+    requests = ForgetRequest.objects.bulk_create(
+        [
+            ForgetRequest(tenant=tenant, subject=f"s-{i}", status=ForgetRequest.Status.COMPLETED, requested_by="test")
+            for i in range(len(lags))
+        ]
+    )
     for i, (request, lag) in enumerate(zip(requests, lags, strict=True)):
         request.requested_at = now - timedelta(days=80) + timedelta(minutes=i)
         request.completed_at = request.requested_at + timedelta(seconds=lag)

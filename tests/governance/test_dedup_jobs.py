@@ -39,7 +39,11 @@ def test_a_duplicate_pair_becomes_one_proposal_that_names_records_versions_metho
     assert 0.6 <= proposal.similarity <= 1
     assert members(proposal) == {first.pk, second.pk}
     assert (proposal.tenant_id, proposal.agent_id, proposal.purpose, proposal.subject, proposal.kind.name) == (
-        credential.agent.tenant_id, credential.agent_id, "support", "customer/acme", "preference",
+        credential.agent.tenant_id,
+        credential.agent_id,
+        "support",
+        "customer/acme",
+        "preference",
     )
     drop = proposal.drops.get()
     assert proposal.keep_version == 1 and drop.version == 1
@@ -216,7 +220,7 @@ def test_keyset_pages_of_one_row_walk_every_active_record_once_in_scope_order(wr
 
     now = timezone.now()
     paged = [row for rows, _ in jobs._active_row_chunks(now=now, batch_size=1) for row in rows]
-    (everything, last), = jobs._active_row_chunks(now=now, batch_size=10_000)
+    ((everything, last),) = jobs._active_row_chunks(now=now, batch_size=10_000)
 
     assert last and len(everything) == 18
     assert paged == everything  # same rows, same order, none twice, none skipped

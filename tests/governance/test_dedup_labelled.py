@@ -21,7 +21,11 @@ from tests.conftest import memory_body
 
 pytestmark = pytest.mark.django_db
 
-PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text("utf-8").splitlines() if line.strip()]
+PAIRS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text("utf-8").splitlines()
+    if line.strip()
+]
 
 
 def test_the_labelled_set_is_large_varied_and_split():
@@ -29,8 +33,15 @@ def test_the_labelled_set_is_large_varied_and_split():
     assert len(PAIRS) >= 300
     assert len({pair["id"] for pair in PAIRS}) == len(PAIRS)
     assert set(categories) == {
-        "exact", "normalised", "reworded", "reworded_order", "contradiction_value", "contradiction_number",
-        "contradiction_negation", "contradiction_order", "unrelated",
+        "exact",
+        "normalised",
+        "reworded",
+        "reworded_order",
+        "contradiction_value",
+        "contradiction_number",
+        "contradiction_negation",
+        "contradiction_order",
+        "unrelated",
     }
     assert min(categories.values()) >= 25
     assert {pair["split"] for pair in PAIRS} == {"dev", "holdout"}
@@ -95,10 +106,14 @@ def test_proposals_over_the_labelled_pairs_reach_the_required_precision_and_reca
         recall_by_category[pair["category"]][1] += 1
     print("\nDedup labelled set (proposals from propose_duplicates):")
     for name, scores in (("all", overall), *by_split.items()):
-        print(f"  {name:8} " + "  ".join(f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}" for key, value in scores.items()))
-    print("  per category (share proposed as expected): " + ", ".join(
-        f"{category} {hit}/{total}" for category, (hit, total) in sorted(recall_by_category.items())
-    ))
+        print(
+            f"  {name:8} "
+            + "  ".join(f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}" for key, value in scores.items())
+        )
+    print(
+        "  per category (share proposed as expected): "
+        + ", ".join(f"{category} {hit}/{total}" for category, (hit, total) in sorted(recall_by_category.items()))
+    )
 
     for scores in (overall, *by_split.values()):
         assert scores["duplicate_precision"] >= 0.95

@@ -23,8 +23,11 @@ SUMMARY = {"authority": "agent", "provenance": {"source_type": "agent_inference"
 
 def test_a_summary_is_an_agent_claim_in_quarantine_linked_to_its_sources(write):
     email = write(content="Prefers email for invoices.", provenance={"uri": "chat://s-1#turn-3", "session_id": "s-1"})
-    tool = write(content="Invoices go to ap@acme.example.", authority="third_party",
-                 provenance={"source_type": "tool_output", "tool": "crm.lookup", "uri": "crm://acme", "contaminated": True})
+    tool = write(
+        content="Invoices go to ap@acme.example.",
+        authority="third_party",
+        provenance={"source_type": "tool_output", "tool": "crm.lookup", "uri": "crm://acme", "contaminated": True},
+    )
     summary = write(content="Acme: invoices by email to ap@acme.example.", derived_from=[str(email.pk), str(tool.pk)], **SUMMARY)
 
     assert (summary.authority, summary.status, summary.trust) == (Authority.AGENT, Status.QUARANTINED, Trust.UNTRUSTED)
@@ -71,8 +74,9 @@ def test_forgetting_a_source_forgets_the_summary_with_a_receipt(write, credentia
     summary = write(content="Dana: 12 Elm Street; prefers email.", derived_from=[str(source.pk), str(unrelated.pk)], **SUMMARY)
     summary_of_summary = write(content="Digest.", derived_from=[str(summary.pk)], **SUMMARY)
 
-    request = forget_request_create(actor=Actor.for_credential(credential), tenant=credential.agent.tenant,
-                                    subject="person/dana", reason="erasure request")
+    request = forget_request_create(
+        actor=Actor.for_credential(credential), tenant=credential.agent.tenant, subject="person/dana", reason="erasure request"
+    )
 
     assert (request.affected, request.lineage_affected) == (3, 2)
     assert set(request.records.values_list("pk", flat=True)) == {source.pk, summary.pk, summary_of_summary.pk}

@@ -21,7 +21,9 @@ def test_content_diff_marks_only_the_words_that_differ():
 
 
 def test_the_queue_lists_open_proposals_oldest_first_in_a_fixed_number_of_queries(
-    write, reviewer_actor, django_assert_num_queries,
+    write,
+    reviewer_actor,
+    django_assert_num_queries,
 ):
     for n in range(5):
         write(content="The customer prefers to be contacted by email.", subject=f"customer/{n}")

@@ -228,12 +228,14 @@ def test_notes_at_the_limit_are_kept_whole_through_accept_and_rollback(write, re
 
 # --- memory_supersede_by ------------------------------------------------------------------------
 
+
 def test_supersede_by_is_compare_and_swap_with_one_history_row(write, reviewer_actor):
     old, new = write(content=EMAIL), write(content=EMAIL_AGAIN)
     with pytest.raises(StaleVersion):
         memory_supersede_by(record_id=old.pk, expected_version=2, by_record_id=new.pk, actor=reviewer_actor)
-    result = memory_supersede_by(record_id=old.pk, expected_version=1, by_record_id=new.pk, actor=reviewer_actor,
-                                 note="same claim", action="dedup_accept")
+    result = memory_supersede_by(
+        record_id=old.pk, expected_version=1, by_record_id=new.pk, actor=reviewer_actor, note="same claim", action="dedup_accept"
+    )
     assert (result.status, result.version) == (Status.SUPERSEDED, 2)
     rows = history_of(result)
     assert [row.history_change_reason for row in rows] == ["write.active", "review.dedup_accept"]
@@ -255,7 +257,8 @@ def test_supersede_by_refuses_inactive_foreign_or_self_replacements(write, tenan
         with pytest.raises(error):
             memory_supersede_by(record_id=record.pk, expected_version=1, by_record_id=by_record_id, actor=reviewer_actor)
     with pytest.raises(ScopeDenied):
-        memory_supersede_by(record_id=record.pk, expected_version=1, by_record_id=replacement.pk,
-                            actor=Actor.for_credential(credential))
+        memory_supersede_by(
+            record_id=record.pk, expected_version=1, by_record_id=replacement.pk, actor=Actor.for_credential(credential)
+        )
     record.refresh_from_db()
     assert (record.status, record.version) == (Status.ACTIVE, 1)

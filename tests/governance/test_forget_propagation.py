@@ -30,8 +30,22 @@ from memory.models import IdempotencyKey, MemoryRecord, Status
 from memory.services import memory_promote, memory_supersede
 
 SUBJECT = "customer/erin"
-BUILT_IN_ARTIFACTS = ["search_indexes", "record_content", "history_rows", "idempotency_keys", "dedup_proposals",
-                      "cache", "admin_log", "golden_questions", "revocation_sources", "pruned_trace", "forget_ledger", "disk", "external_backups", "forget_request"]
+BUILT_IN_ARTIFACTS = [
+    "search_indexes",
+    "record_content",
+    "history_rows",
+    "idempotency_keys",
+    "dedup_proposals",
+    "cache",
+    "admin_log",
+    "golden_questions",
+    "revocation_sources",
+    "pruned_trace",
+    "forget_ledger",
+    "disk",
+    "external_backups",
+    "forget_request",
+]
 
 
 def canary() -> str:
@@ -51,21 +65,45 @@ def seed_subject(write, reviewer_actor, reviewer, secret: str) -> dict[str, Memo
     correction, a summary derived from it (another subject), an admin log entry and a dedup
     decision note."""
     kept = write(subject=SUBJECT, content=f"Prefers email, says {secret}.", idempotency_key=f"key-{secret}")
-    claim = write(subject=SUBJECT, content=f"Web page claims {secret}.", authority="third_party",
-                  provenance={"source_type": "web_page", "uri": "https://example.com/erin"})
+    claim = write(
+        subject=SUBJECT,
+        content=f"Web page claims {secret}.",
+        authority="third_party",
+        provenance={"source_type": "web_page", "uri": "https://example.com/erin"},
+    )
     memory_promote(record_id=claim.pk, expected_version=1, actor=reviewer_actor, note=f"Checked the page: {secret}")
-    corrected = memory_supersede(record_id=claim.pk, expected_version=2, actor=reviewer_actor,
-                                 content=f"Corrected: {secret} only on weekdays.")
-    summary = write(subject="digest/weekly", content=f"Weekly digest: {secret}.", authority="agent",
-                    provenance={"source_type": "agent_inference"}, derived_from=[str(kept.pk)])
+    corrected = memory_supersede(
+        record_id=claim.pk, expected_version=2, actor=reviewer_actor, content=f"Corrected: {secret} only on weekdays."
+    )
+    summary = write(
+        subject="digest/weekly",
+        content=f"Weekly digest: {secret}.",
+        authority="agent",
+        provenance={"source_type": "agent_inference"},
+        derived_from=[str(kept.pk)],
+    )
     LogEntry.objects.create(
-        user=reviewer, content_type=ContentType.objects.get_for_model(MemoryRecord), object_id=str(kept.pk),
-        object_repr=str(kept), action_flag=CHANGE, change_message=f"Looked at {secret}",
+        user=reviewer,
+        content_type=ContentType.objects.get_for_model(MemoryRecord),
+        object_id=str(kept.pk),
+        object_repr=str(kept),
+        action_flag=CHANGE,
+        change_message=f"Looked at {secret}",
     )
     proposal = DedupProposal.objects.create(
-        tenant=kept.tenant, agent=kept.agent, purpose=kept.purpose, subject=SUBJECT, kind=kept.kind, category="duplicate",
-        method="token_similarity", similarity=0.8, keep=corrected, keep_version=1, signature=uuid.uuid4().hex * 2,
-        status=DedupProposal.Status.REJECTED, decision_note=f"Not the same: one says {secret}",
+        tenant=kept.tenant,
+        agent=kept.agent,
+        purpose=kept.purpose,
+        subject=SUBJECT,
+        kind=kept.kind,
+        category="duplicate",
+        method="token_similarity",
+        similarity=0.8,
+        keep=corrected,
+        keep_version=1,
+        signature=uuid.uuid4().hex * 2,
+        status=DedupProposal.Status.REJECTED,
+        decision_note=f"Not the same: one says {secret}",
     )
     DedupProposalDrop.objects.create(proposal=proposal, record=kept, version=1)
     return {"kept": kept, "claim": claim, "corrected": corrected, "summary": summary}
@@ -77,9 +115,22 @@ def full_dump() -> str:
     if connection.vendor == "postgresql":
         env = {"PGPASSWORD": params.get("PASSWORD") or "", "PATH": "/usr/bin:/bin"}
         return subprocess.run(
-            ["pg_dump", "--no-owner", "-h", params["HOST"] or "127.0.0.1", "-p", str(params["PORT"] or 5432),
-             "-U", params["USER"], params["NAME"]],
-            env=env, check=True, capture_output=True, text=True, timeout=120,
+            [
+                "pg_dump",
+                "--no-owner",
+                "-h",
+                params["HOST"] or "127.0.0.1",
+                "-p",
+                str(params["PORT"] or 5432),
+                "-U",
+                params["USER"],
+                params["NAME"],
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
         ).stdout
     connection.ensure_connection()
     return "\n".join(connection.connection.iterdump())
@@ -87,7 +138,11 @@ def full_dump() -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_after_propagation_a_full_database_dump_holds_no_copy_of_the_forgotten_content(
-    tenant, write, reviewer_actor, reviewer, caplog,
+    tenant,
+    write,
+    reviewer_actor,
+    reviewer,
+    caplog,
 ):
     secret, control = canary(), canary()
     seed_subject(write, reviewer_actor, reviewer, secret)
@@ -115,7 +170,9 @@ def test_after_propagation_a_full_database_dump_holds_no_copy_of_the_forgotten_c
 
 
 @pytest.mark.django_db
-def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant, write, reviewer_actor, reviewer, history, settings):
+def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(
+    tenant, write, reviewer_actor, reviewer, history, settings
+):
     settings.MEMORY_BACKUP_RETENTION_DAYS = 35
     secret = canary()
     records = seed_subject(write, reviewer_actor, reviewer, secret)
@@ -131,9 +188,22 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     assert run.status == JobRun.Status.SUCCEEDED
     assert run.counts["requests_completed"] == 1 and run.counts["records"] == 4
     removed = dict(request.receipts.values_list("artifact", "removed"))
-    assert removed == {"search_indexes": 0, "record_content": 4, "history_rows": history_rows,
-                       "idempotency_keys": 1, "dedup_proposals": 1, "cache": 0, "admin_log": 1,
-                       "golden_questions": 0, "revocation_sources": 0, "pruned_trace": 0, "forget_ledger": 0, "disk": 0, "external_backups": 0, "forget_request": 1}
+    assert removed == {
+        "search_indexes": 0,
+        "record_content": 4,
+        "history_rows": history_rows,
+        "idempotency_keys": 1,
+        "dedup_proposals": 1,
+        "cache": 0,
+        "admin_log": 1,
+        "golden_questions": 0,
+        "revocation_sources": 0,
+        "pruned_trace": 0,
+        "forget_ledger": 0,
+        "disk": 0,
+        "external_backups": 0,
+        "forget_request": 1,
+    }
     assert run.counts["removed_history_rows"] == history_rows
 
     fingerprints = {subject_fingerprint(tenant.pk, SUBJECT), subject_fingerprint(tenant.pk, "digest/weekly")}
@@ -153,13 +223,19 @@ def test_each_artifact_is_purged_and_its_receipt_counts_what_was_removed(tenant,
     entry = LogEntry.objects.get(object_id=str(records["kept"].pk))
     assert (entry.object_repr, entry.change_message, entry.action_flag) == (FORGOTTEN_REPR, "", CHANGE)
     assert DedupProposal.objects.values_list("decision_note", "subject", "status").get() == (
-        "", subject_fingerprint(tenant.pk, SUBJECT), DedupProposal.Status.REJECTED)
+        "",
+        subject_fingerprint(tenant.pk, SUBJECT),
+        DedupProposal.Status.REJECTED,
+    )
     request.refresh_from_db()
     assert request.subject == subject_fingerprint(tenant.pk, SUBJECT) and request.reason == "erasure"
     untouched.refresh_from_db()
     assert (untouched.content, untouched.subject, untouched.session_id) == ("Unrelated.", "customer/frank", "s-1")
-    assert history.objects.filter(id=untouched.pk).values_list("subject", "source_uri").get() == (
-        "customer/frank", untouched.source_uri) and untouched.source_uri
+    assert (
+        history.objects.filter(id=untouched.pk).values_list("subject", "source_uri").get()
+        == ("customer/frank", untouched.source_uri)
+        and untouched.source_uri
+    )
     backups = request.receipts.get(artifact="external_backups")
     ages_out = (request.requested_at + timedelta(days=35)).strftime("%Y-%m-%d")
     assert f"age out by {ages_out} (MEMORY_BACKUP_RETENTION_DAYS=35)" in backups.note
@@ -217,7 +293,9 @@ def test_a_request_with_nothing_to_forget_still_completes_with_every_receipt(ten
     request.refresh_from_db()
     assert request.status == ForgetRequest.Status.COMPLETED
     # nothing anywhere, but the subject the request was filed with is still personal data
-    assert dict(request.receipts.values_list("artifact", "removed")) == {name: 0 for name in BUILT_IN_ARTIFACTS} | {"forget_request": 1}
+    assert dict(request.receipts.values_list("artifact", "removed")) == {name: 0 for name in BUILT_IN_ARTIFACTS} | {
+        "forget_request": 1
+    }
     assert request.subject == subject_fingerprint(tenant.pk, "customer/nobody")
 
 
@@ -239,7 +317,10 @@ class FlakyStore:
 
 @pytest.mark.django_db
 def test_a_failing_artifact_leaves_the_request_open_and_the_next_run_resumes_without_double_counting(
-    tenant, write, reviewer_actor, isolated_registry,
+    tenant,
+    write,
+    reviewer_actor,
+    isolated_registry,
 ):
     for n in range(5):
         write(subject=SUBJECT, content=f"Fact {n}.")

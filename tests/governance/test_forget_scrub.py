@@ -34,24 +34,53 @@ def plant(write, reviewer_actor, reviewer, marks: dict[str, str]) -> list[Memory
     log entry."""
     subject = f"customer/{marks['subject']}"
     provenance = {
-        "source_type": "tool_output", "uri": f"https://crm.example.com/{marks['uri']}", "session_id": f"s-{marks['session_id']}",
-        "turn_id": f"t-{marks['turn_id']}", "tool": f"crm-{marks['tool']}", "source_version": f"v-{marks['source_version']}",
+        "source_type": "tool_output",
+        "uri": f"https://crm.example.com/{marks['uri']}",
+        "session_id": f"s-{marks['session_id']}",
+        "turn_id": f"t-{marks['turn_id']}",
+        "tool": f"crm-{marks['tool']}",
+        "source_version": f"v-{marks['source_version']}",
     }
-    looked_up = write(subject=subject, content=f"Plan is gold, says {marks['content']}.", authority="third_party",
-                      provenance=provenance, idempotency_key=f"key-{marks['content']}")
+    looked_up = write(
+        subject=subject,
+        content=f"Plan is gold, says {marks['content']}.",
+        authority="third_party",
+        provenance=provenance,
+        idempotency_key=f"key-{marks['content']}",
+    )
     memory_promote(record_id=looked_up.pk, expected_version=1, actor=reviewer_actor, note="Checked against the CRM.")
-    said = write(subject=subject, content=f"Asked to be called {marks['content']}.",
-                 provenance={"source_type": "user_turn", **{k: provenance[k] for k in ("uri", "session_id", "turn_id")}})
-    summary = write(subject="digest/daily", content="Daily digest of the CRM lookups.", authority="agent",
-                    provenance={"source_type": "agent_inference", "session_id": provenance["session_id"]},
-                    derived_from=[str(looked_up.pk)])
+    said = write(
+        subject=subject,
+        content=f"Asked to be called {marks['content']}.",
+        provenance={"source_type": "user_turn", **{k: provenance[k] for k in ("uri", "session_id", "turn_id")}},
+    )
+    summary = write(
+        subject="digest/daily",
+        content="Daily digest of the CRM lookups.",
+        authority="agent",
+        provenance={"source_type": "agent_inference", "session_id": provenance["session_id"]},
+        derived_from=[str(looked_up.pk)],
+    )
     LogEntry.objects.create(
-        user=reviewer, content_type=ContentType.objects.get_for_model(MemoryRecord), object_id=str(said.pk),
-        object_repr=str(said), action_flag=CHANGE, change_message="Looked at it.",
+        user=reviewer,
+        content_type=ContentType.objects.get_for_model(MemoryRecord),
+        object_id=str(said.pk),
+        object_repr=str(said),
+        action_flag=CHANGE,
+        change_message="Looked at it.",
     )
     proposal = DedupProposal.objects.create(
-        tenant=said.tenant, agent=said.agent, purpose=said.purpose, subject=subject, kind=said.kind, category="duplicate",
-        method="token_similarity", similarity=0.7, keep=said, keep_version=1, signature=uuid.uuid4().hex * 2,
+        tenant=said.tenant,
+        agent=said.agent,
+        purpose=said.purpose,
+        subject=subject,
+        kind=said.kind,
+        category="duplicate",
+        method="token_similarity",
+        similarity=0.7,
+        keep=said,
+        keep_version=1,
+        signature=uuid.uuid4().hex * 2,
     )
     DedupProposalDrop.objects.create(proposal=proposal, record=looked_up, version=2)
     return [looked_up, said, summary]
@@ -59,7 +88,10 @@ def plant(write, reviewer_actor, reviewer, marks: dict[str, str]) -> list[Memory
 
 @pytest.mark.django_db(transaction=True)
 def test_after_propagation_a_full_dump_holds_no_canary_from_content_subject_or_provenance(
-    tenant, write, reviewer_actor, reviewer,
+    tenant,
+    write,
+    reviewer_actor,
+    reviewer,
 ):
     marks = {field: canary() for field in FIELDS}
     controls = {field: canary() for field in FIELDS}
@@ -101,12 +133,14 @@ def test_the_record_its_history_and_the_request_keep_only_the_fingerprint(tenant
     summary_fingerprint = subject_fingerprint(tenant.pk, "digest/daily")
     strings = ("content", "subject", *PROVENANCE_STRING_FIELDS)
     assert set(MemoryRecord.objects.filter(pk__in=ids).values_list(*strings)) == {
-        ("", fingerprint, "", "", "", "", ""), ("", summary_fingerprint, "", "", "", "", ""),
+        ("", fingerprint, "", "", "", "", ""),
+        ("", summary_fingerprint, "", "", "", "", ""),
     }
     rows = history.objects.filter(id__in=ids)
     assert rows.count() >= 6  # writes, promotion, forget transitions
     assert set(rows.values_list(*strings, "history_note")) == {
-        ("", fingerprint, "", "", "", "", "", ""), ("", summary_fingerprint, "", "", "", "", "", ""),
+        ("", fingerprint, "", "", "", "", "", ""),
+        ("", summary_fingerprint, "", "", "", "", "", ""),
     }
     request.refresh_from_db()
     assert (request.subject, request.reason, request.subject_erased) == (fingerprint, "erasure", True)
@@ -214,13 +248,18 @@ def test_the_migration_keys_old_requests_and_reopens_them_for_the_new_scrub(tena
     try:
         old = executor.loader.project_state([BEFORE_MIGRATION]).apps
         request = old.get_model("governance", "ForgetRequest").objects.create(
-            tenant_id=tenant.pk, subject="customer/zed", requested_by="agent:acme/support-bot", status="completed",
-            completed_at=timezone.now(), affected=1,
+            tenant_id=tenant.pk,
+            subject="customer/zed",
+            requested_by="agent:acme/support-bot",
+            status="completed",
+            completed_at=timezone.now(),
+            affected=1,
         )
         request.records.add(record.pk)
         unkeyed = hashlib.sha256(b"acme\x00customer/zed").hexdigest()
         old.get_model("governance", "ForgetTombstone").objects.create(
-            tenant_id=tenant.pk, subject_fingerprint=unkeyed, forgotten_at=timezone.now())
+            tenant_id=tenant.pk, subject_fingerprint=unkeyed, forgotten_at=timezone.now()
+        )
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())

@@ -53,8 +53,16 @@ def ask(tenant, credential, reviewer_actor):
     """ask(question, *records, subject="", k=3) -> a golden question of the default agent."""
 
     def make(question, *records, subject="", k=3, agent=None):
-        return golden_question_create(actor=reviewer_actor, tenant=tenant, agent=agent or credential.agent, purpose="support",
-                                      subject=subject, question=question, expected=[r.pk for r in records], k=k)
+        return golden_question_create(
+            actor=reviewer_actor,
+            tenant=tenant,
+            agent=agent or credential.agent,
+            purpose="support",
+            subject=subject,
+            question=question,
+            expected=[r.pk for r in records],
+            k=k,
+        )
 
     return make
 
@@ -86,8 +94,10 @@ def test_a_run_scores_each_question_through_recall_and_stores_hit_at_k_and_mrr(t
     assert run.mrr == pytest.approx(sum(result["reciprocal_rank"] for result in run.results) / 4)
     for result in run.results:
         question = GoldenQuestion.objects.get(pk=result["question"])
-        recalled = recall_for_agent(agent=credential.agent, q=RecallQuery(
-            query=question.question, purpose="support", subject=question.subject or None, limit=question.k)).items
+        recalled = recall_for_agent(
+            agent=credential.agent,
+            q=RecallQuery(query=question.question, purpose="support", subject=question.subject or None, limit=question.k),
+        ).items
         assert result["found"] == [str(item.record.pk) for item in recalled]  # exactly what the agent gets
         assert result["rank"] == score_question(result["expected"], result["found"], question.k).rank
     assert run.finished_at >= run.started_at and GoldenRun.objects.get(pk=run.pk).results == run.results
@@ -124,8 +134,14 @@ def test_a_question_whose_records_cannot_be_recalled_is_stale_and_not_scored(ten
 def test_one_run_per_tenant_and_a_tenant_filter(tenant, other_tenant, facts, ask, make_credential, make_reviewer, write):
     other = make_credential(other_tenant)
     record = write(credential_=other, content="Globex wants invoices in EUR.", subject="customer/globex")
-    golden_question_create(actor=Actor.for_user(make_reviewer(other_tenant, username="gina")), tenant=other_tenant,
-                           agent=other.agent, purpose="support", question="invoice currency", expected=[record.pk])
+    golden_question_create(
+        actor=Actor.for_user(make_reviewer(other_tenant, username="gina")),
+        tenant=other_tenant,
+        agent=other.agent,
+        purpose="support",
+        question="invoice currency",
+        expected=[record.pk],
+    )
     ask("roadtrip", facts["roadtrip"])
 
     runs = run_golden_sets()
@@ -165,8 +181,7 @@ def test_the_runner_loads_set_based_one_recall_per_question_and_nothing_more(ten
 # the question rules
 
 
-def test_expected_records_must_be_active_records_in_the_questions_scope(tenant, other_tenant, facts, ask, write,
-                                                                        make_credential):
+def test_expected_records_must_be_active_records_in_the_questions_scope(tenant, other_tenant, facts, ask, write, make_credential):
     other_agent = make_credential(tenant, agent_slug="sales-bot", purposes=("sales",))
     foreign = write(credential_=make_credential(other_tenant), content="Globex fact.")
     sales = write(credential_=other_agent, purpose="sales", content="A sales fact.")
@@ -244,11 +259,28 @@ def test_the_nightly_job_runs_every_tenants_set_on_the_active_index(tenant, fact
 def test_the_trend_weights_each_day_by_questions_scored(tenant, reviewer_actor):
     now = timezone.now()
     for days_ago, questions, hits, mrr in [(2, 10, 9, 0.8), (2, 30, 30, 1.0), (1, 4, 2, 0.5)]:
-        GoldenRun.objects.create(tenant=tenant, index="lexical-v1", index_active=True, trigger="nightly",
-                                 started_at=now - timedelta(days=days_ago), questions=questions, hits=hits,
-                                 hit_at_k=hits / questions, mrr=mrr)
-    GoldenRun.objects.create(tenant=tenant, index="candidate", index_active=False, trigger="index_change",
-                             started_at=now - timedelta(days=1), questions=4, hits=0, hit_at_k=0, mrr=0)
+        GoldenRun.objects.create(
+            tenant=tenant,
+            index="lexical-v1",
+            index_active=True,
+            trigger="nightly",
+            started_at=now - timedelta(days=days_ago),
+            questions=questions,
+            hits=hits,
+            hit_at_k=hits / questions,
+            mrr=mrr,
+        )
+    GoldenRun.objects.create(
+        tenant=tenant,
+        index="candidate",
+        index_active=False,
+        trigger="index_change",
+        started_at=now - timedelta(days=1),
+        questions=4,
+        hits=0,
+        hit_at_k=0,
+        mrr=0,
+    )
     trend = score_trend(reviewer_actor, now=now)
     assert [(p.questions, round(p.hit_at_k, 4), round(p.mrr, 4)) for p in trend] == [(40, 0.975, 0.95), (4, 0.5, 0.5)]
 
@@ -260,8 +292,11 @@ def test_the_trend_weights_each_day_by_questions_scored(tenant, reviewer_actor):
 @pytest.fixture
 def stemmed_questions(facts, ask):
     """Questions that reach their record only through a stem, at k=1."""
-    return [ask("roadtrips planned", facts["roadtrip"], k=1), ask("bills contacts", facts["billing"], k=1),
-            ask("deploy approvals staged", facts["deploys"], k=1)]
+    return [
+        ask("roadtrips planned", facts["roadtrip"], k=1),
+        ask("bills contacts", facts["billing"], k=1),
+        ask("deploy approvals staged", facts["deploys"], k=1),
+    ]
 
 
 def test_a_candidate_that_scores_as_well_on_every_tenant_is_promoted(tenant, stemmed_questions):
@@ -304,11 +339,19 @@ def test_the_gate_compares_on_every_tenant(tenant, other_tenant, stemmed_questio
     other = make_credential(other_tenant)
     record = write(credential_=other, content="Invoices are sent in EUR every quarter.", subject="customer/globex")
     write(credential_=other, content="Globex was invoiced twice by mistake.", subject="customer/globex")
-    golden_question_create(actor=Actor.for_user(make_reviewer(other_tenant, username="gina")), tenant=other_tenant,
-                           agent=other.agent, purpose="support", question="invoiced quarters", expected=[record.pk], k=1)
+    golden_question_create(
+        actor=Actor.for_user(make_reviewer(other_tenant, username="gina")),
+        tenant=other_tenant,
+        agent=other.agent,
+        purpose="support",
+        question="invoiced quarters",
+        expected=[record.pk],
+        k=1,
+    )
     ensure_active_index()
-    passed, report = golden_promotion_gate(make_candidate("lexical-unstemmed", UNSTEMMED),
-                                           SearchIndex.objects.get(status=IndexStatus.ACTIVE))
+    passed, report = golden_promotion_gate(
+        make_candidate("lexical-unstemmed", UNSTEMMED), SearchIndex.objects.get(status=IndexStatus.ACTIVE)
+    )
     assert not passed and set(report["tenants"]) == {tenant.slug, other_tenant.slug}
     assert report["failed_tenants"] == sorted([tenant.slug, other_tenant.slug]), report["tenants"]
 
@@ -347,11 +390,18 @@ def test_seed_demo_writes_ten_golden_questions_that_the_demo_data_answers(db, ca
 # admin
 
 
-def test_the_admin_adds_questions_under_the_same_rules(admin_client, tenant, other_tenant, credential, facts,
-                                                        make_credential, write):
+def test_the_admin_adds_questions_under_the_same_rules(
+    admin_client, tenant, other_tenant, credential, facts, make_credential, write
+):
     foreign = write(credential_=make_credential(other_tenant), content="Globex fact.")
-    form = {"tenant": tenant.pk, "agent": credential.agent.pk, "purpose": "support", "subject": "",
-            "question": "who is the billing contact", "k": 3}
+    form = {
+        "tenant": tenant.pk,
+        "agent": credential.agent.pk,
+        "purpose": "support",
+        "subject": "",
+        "question": "who is the billing contact",
+        "k": 3,
+    }
     refused = admin_client.post("/admin/governance/goldenquestion/add/", {**form, "expected": str(foreign.pk)})
     assert refused.status_code == 200 and "Not in the question&#x27;s tenant" in refused.content.decode()
     assert not GoldenQuestion.objects.exists()

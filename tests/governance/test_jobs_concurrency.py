@@ -61,7 +61,8 @@ def test_even_without_the_lock_concurrent_expiry_transitions_each_record_once(ma
 @pytest.mark.parametrize("walk", [None, "index", "blocks"])
 @pytest.mark.postgresql(reason="SQLite has one writer at a time: no transaction holds a record while the job runs")
 def test_a_record_a_reviewer_is_transitioning_during_the_run_keeps_the_reviewers_transition_only(
-        make_records, history, reviewer_actor, walk):
+    make_records, history, reviewer_actor, walk
+):
     """The run skips the record the reviewer's open transaction holds, without waiting for it, and
     the reviewer's transition is its only one: one history row, no `job.expire` beside it."""
     from django.db import transaction

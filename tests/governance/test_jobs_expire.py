@@ -96,8 +96,9 @@ def test_expiry_writes_in_batches_not_per_record(make_records, django_assert_max
 
 
 @pytest.mark.postgresql(reason="SQLite walks the expiry index")
-def test_postgresql_walks_the_table_when_many_are_due_and_the_index_when_few(make_records, history,
-                                                                              django_assert_max_num_queries):
+def test_postgresql_walks_the_table_when_many_are_due_and_the_index_when_few(
+    make_records, history, django_assert_max_num_queries
+):
     _records_table_of_this_test()
     make_records(300, expired=False)
     few = make_records(2)

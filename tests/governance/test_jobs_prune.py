@@ -24,7 +24,9 @@ def age(ids, days: float) -> None:
 
 def test_records_past_their_kinds_purge_age_are_deleted_with_their_history(make_records, history):
     # preference: purge after 30 days; working_note: after 7 days
-    old = {status: make_records(2, status=status, age=40 * DAY) for status in (Status.EXPIRED, Status.SUPERSEDED, Status.REJECTED)}
+    old = {
+        status: make_records(2, status=status, age=40 * DAY) for status in (Status.EXPIRED, Status.SUPERSEDED, Status.REJECTED)
+    }
     young = make_records(2, status=Status.EXPIRED, age=20 * DAY)
     old_note = make_records(1, status=Status.EXPIRED, kind="working_note", age=8 * DAY)
     active = make_records(1, status=Status.ACTIVE, age=400 * DAY, expired=False)
@@ -51,18 +53,37 @@ def test_pruning_respects_a_purge_age_edited_by_an_admin(make_records):
 
 def test_links_to_pruned_records_are_removed_or_cleared_and_the_rest_survives(write, credential, reviewer_actor, history):
     source = write(content="Source fact.", idempotency_key="k-source")
-    summary = write(content="Summary.", authority="agent", provenance={"source_type": "agent_inference"},
-                    derived_from=[str(source.pk)])
+    summary = write(
+        content="Summary.", authority="agent", provenance={"source_type": "agent_inference"}, derived_from=[str(source.pk)]
+    )
     successor = write(content="Newer fact.", supersedes=str(source.pk), supersedes_version=1)
     source.refresh_from_db()
     assert source.status == Status.SUPERSEDED
     proposal = DedupProposal.objects.create(
-        tenant=source.tenant, agent=source.agent, purpose="support", subject=source.subject, kind=source.kind,
-        category="duplicate", method="exact_hash", similarity=1.0, keep=source, keep_version=2, signature="s" * 64,
+        tenant=source.tenant,
+        agent=source.agent,
+        purpose="support",
+        subject=source.subject,
+        kind=source.kind,
+        category="duplicate",
+        method="exact_hash",
+        similarity=1.0,
+        keep=source,
+        keep_version=2,
+        signature="s" * 64,
     )
     other = DedupProposal.objects.create(
-        tenant=source.tenant, agent=source.agent, purpose="support", subject=source.subject, kind=source.kind,
-        category="duplicate", method="exact_hash", similarity=1.0, keep=successor, keep_version=1, signature="t" * 64,
+        tenant=source.tenant,
+        agent=source.agent,
+        purpose="support",
+        subject=source.subject,
+        kind=source.kind,
+        category="duplicate",
+        method="exact_hash",
+        similarity=1.0,
+        keep=successor,
+        keep_version=1,
+        signature="t" * 64,
     )
     DedupProposalDrop.objects.create(proposal=other, record=source, version=2)
     age([source.pk], 40)
@@ -98,7 +119,9 @@ def test_forgotten_records_wait_for_propagation_then_go_and_the_tombstone_stays(
     request.refresh_from_db()
     assert request.status == ForgetRequest.Status.COMPLETED and request.records.count() == 0
     assert request.receipts.count() > 0 and request.affected == 2  # the request and its receipts remain
-    assert ForgetTombstone.objects.filter(tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.pk, "customer/erin")).exists()
+    assert ForgetTombstone.objects.filter(
+        tenant=tenant, subject_fingerprint=subject_fingerprint(tenant.pk, "customer/erin")
+    ).exists()
 
 
 def test_old_job_runs_are_trimmed_but_each_jobs_last_success_is_kept(settings):

@@ -77,7 +77,7 @@ def test_database_errors_are_recorded_by_class_only(monkeypatch):
     from django.db import IntegrityError
 
     def violate(*, now, batch_size):
-        raise IntegrityError('duplicate key value violates unique constraint DETAIL: Key (content)=(secret words)')
+        raise IntegrityError("duplicate key value violates unique constraint DETAIL: Key (content)=(secret words)")
 
     monkeypatch.setattr("governance.jobs.expire.expire", violate)
     run = run_job("expire")
@@ -91,8 +91,11 @@ def test_a_partly_done_job_keeps_its_counts_and_errors(monkeypatch):
 
     monkeypatch.setattr("governance.jobs.expire.expire", partial)
     run = run_job("expire")
-    assert (run.status, run.counts, run.errors) == (JobRun.Status.FAILED, {"requests_completed": 2, "requests_failed": 1},
-                                                    ["forget request x: boom"])
+    assert (run.status, run.counts, run.errors) == (
+        JobRun.Status.FAILED,
+        {"requests_completed": 2, "requests_failed": 1},
+        ["forget request x: boom"],
+    )
 
 
 def test_a_job_whose_module_is_missing_fails_its_run_clearly_not_the_import(monkeypatch):
@@ -110,8 +113,12 @@ def test_an_unknown_job_name_is_refused_without_a_run():
 
 def test_summary_has_the_contract_fields_and_latest_runs_per_job(make_records):
     make_records(1)
-    failed = JobRun.objects.create(job="expire", status=JobRun.Status.FAILED, started_at=timezone.now() - timedelta(hours=1),
-                                   finished_at=timezone.now() - timedelta(hours=1))
+    failed = JobRun.objects.create(
+        job="expire",
+        status=JobRun.Status.FAILED,
+        started_at=timezone.now() - timedelta(hours=1),
+        finished_at=timezone.now() - timedelta(hours=1),
+    )
     run = run_job("expire", trigger="run_job")
     summary = job_run_summary(run)
     assert {"job", "started_at", "finished_at", "counts", "errors"} <= set(summary)

@@ -66,10 +66,12 @@ def test_counts_are_summed_across_gunicorn_workers(tmp_path, credential):
     server.start()
     try:
         with ThreadPoolExecutor(6) as pool:
-            statuses = list(pool.map(
-                lambda n: server.call("POST", "/api/v1/memories/", credential.raw_token, memory_body(subject=f"s/{n}"))[0],
-                range(12),
-            ))
+            statuses = list(
+                pool.map(
+                    lambda n: server.call("POST", "/api/v1/memories/", credential.raw_token, memory_body(subject=f"s/{n}"))[0],
+                    range(12),
+                )
+            )
         assert statuses == [201] * 12
         pids = {path.name for path in multiproc.iterdir()}
         assert len(pids) >= 2, f"expected several worker files, got {pids}"  # the work really was spread

@@ -38,8 +38,7 @@ def write_many(credential, count: int, text: str = "Leaked-token fact number {n}
     """`count` admitted records through the batch write service (100 per call, as the API takes them)."""
     ids = []
     for start in range(0, count, 100):
-        items = [memory_body(subject="customer/leak", content=text.format(n=start + i))
-                 for i in range(min(100, count - start))]
+        items = [memory_body(subject="customer/leak", content=text.format(n=start + i)) for i in range(min(100, count - start))]
         results = memory_write_batch(credential=credential, items=items)
         assert all(result.status == 201 for result in results)
         ids.extend(result.record.pk for result in results)
@@ -48,10 +47,16 @@ def write_many(credential, count: int, text: str = "Leaked-token fact number {n}
 
 def summary(credential, sources, reviewer_actor, content="Summary of several facts."):
     """A derived record (quarantined at write), promoted by a reviewer so it is active."""
-    record = memory_write(credential=credential, data=memory_body(
-        content=content, authority="agent", derived_from=[str(pk) for pk in sources],
-        provenance={"source_type": "agent_inference", "uri": None}, subject="customer/leak",
-    )).record
+    record = memory_write(
+        credential=credential,
+        data=memory_body(
+            content=content,
+            authority="agent",
+            derived_from=[str(pk) for pk in sources],
+            provenance={"source_type": "agent_inference", "uri": None},
+            subject="customer/leak",
+        ),
+    ).record
     assert record.status == Status.QUARANTINED
     return memory_promote(record_id=record.pk, expected_version=record.version, actor=reviewer_actor)
 
@@ -61,7 +66,14 @@ def statuses(ids) -> set[str]:
 
 
 def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_their_summaries_in_one_request(
-    tenant, credential, make_credential, reviewer, reviewer_actor, api_reviewer, client, settings,
+    tenant,
+    credential,
+    make_credential,
+    reviewer,
+    reviewer_actor,
+    api_reviewer,
+    client,
+    settings,
 ):
     leaked = make_credential(tenant)  # same agent (support-bot), a second token: the one that leaked
     other = make_credential(tenant)  # the agent's other token, not compromised
@@ -69,7 +81,7 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
     kept = write_many(other, 3, text="Clean fact {n} from the other token.")
     quarantined_at_write = memory_write(credential=leaked, data=memory_body(**UNTRUSTED, subject="customer/leak")).record
     # Summaries written with the other token over the leaked one's records, and one summary of a summary.
-    summaries = [summary(other, written[i:i + 2], reviewer_actor, content=f"Summary {i}.") for i in range(0, 20, 2)]
+    summaries = [summary(other, written[i : i + 2], reviewer_actor, content=f"Summary {i}.") for i in range(0, 20, 2)]
     summaries.append(summary(other, [summaries[0].pk, kept[0]], reviewer_actor, content="Summary of a summary."))
     summary_ids = [record.pk for record in summaries]
     unrelated_summary = summary(other, kept[1:3], reviewer_actor, content="Summary of the other token's facts.")
@@ -79,8 +91,11 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
     assert str(summary_ids[-1]) in recall_ids(agent_client, query="summary of a summary")
 
     with CaptureQueriesContext(connection) as queries:
-        response = api_reviewer.post(REVOCATIONS, {"tenant": "acme", "credential": leaked.raw_token,
-                                                   "reason": "token committed to a public repository"}, format="json")
+        response = api_reviewer.post(
+            REVOCATIONS,
+            {"tenant": "acme", "credential": leaked.raw_token, "reason": "token committed to a public repository"},
+            format="json",
+        )
     assert response.status_code == 201, response.json()
     body = response.json()
     assert {"id", "affected", "derived_affected", "created_at"} <= set(body)
@@ -100,7 +115,11 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
     assert rows.count() == 5011  # exactly one history row per record
     row = rows.filter(id=summary_ids[-1]).get()
     assert (row.status, row.history_user, row.history_note, row.version) == (
-        Status.QUARANTINED, reviewer, "token committed to a public repository", 3)
+        Status.QUARANTINED,
+        reviewer,
+        "token committed to a public repository",
+        3,
+    )
     record = MemoryRecord.objects.get(pk=summary_ids[-1])
     assert record.quarantine_reason.startswith("Derived from a memory whose source (an agent token) was revoked")
     assert MemoryRecord.objects.get(pk=written[0]).quarantine_reason.startswith("Its source (an agent token) was revoked")
@@ -121,10 +140,14 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
     page_ids = [record.pk for record in page.context["page"].object_list]
     assert len(page_ids) == 25 and one.pk not in page_ids and quarantined_at_write.pk not in page_ids
     versions = dict(MemoryRecord.objects.filter(pk__in=page_ids).values_list("pk", "version"))
-    client.post(reverse("review:quarantine_bulk"), {
-        "decision": "approve", "selected": [str(pk) for pk in page_ids],
-        **{f"version-{pk}": str(version) for pk, version in versions.items()},
-    })
+    client.post(
+        reverse("review:quarantine_bulk"),
+        {
+            "decision": "approve",
+            "selected": [str(pk) for pk in page_ids],
+            **{f"version-{pk}": str(version) for pk, version in versions.items()},
+        },
+    )
     assert statuses([one.pk, *page_ids]) == {Status.ACTIVE}
     approved = {str(pk) for pk in [one.pk, *page_ids]}
     assert str(one.pk) in recall_ids(agent_client, query="fact number 0")
@@ -137,8 +160,10 @@ def test_revoking_a_credential_that_wrote_5000_records_quarantines_them_and_thei
 @pytest.mark.parametrize("source", ["agent", "session_id", "source_uri_prefix"])
 def test_an_agent_a_session_or_a_site_can_be_revoked(source, tenant, credential, make_credential, write, api_reviewer):
     other_agent = make_credential(tenant, agent_slug="sales-bot")
-    web = {"authority": "user", "provenance": {"source_type": "user_turn", "uri": "https://forum.example/thread/42",
-                                               "session_id": "s-poisoned"}}
+    web = {
+        "authority": "user",
+        "provenance": {"source_type": "user_turn", "uri": "https://forum.example/thread/42", "session_id": "s-poisoned"},
+    }
     hit = write(**web)
     miss_other_agent = write(credential_=other_agent, content="Other agent's fact.")
     miss_other_session = write(content="A clean session.", provenance={"session_id": "s-clean", "uri": "chat://s-clean"})
@@ -199,7 +224,12 @@ def test_bad_revocations_are_refused_and_change_nothing(tenant, other_tenant, cr
 
 
 def test_agents_may_not_revoke_and_reviewers_see_only_their_tenants_revocations(
-    tenant, other_tenant, credential, make_reviewer, write, api_reviewer,
+    tenant,
+    other_tenant,
+    credential,
+    make_reviewer,
+    write,
+    api_reviewer,
 ):
     write()
     response = bearer_client(credential.raw_token).post(REVOCATIONS, {"agent": "support-bot", "reason": "self"}, format="json")
@@ -235,7 +265,8 @@ def test_forgetting_every_record_a_session_revocation_touched_erases_the_session
     write(subject="customer/zed", provenance={"session_id": "s-shared"})
     write(subject="customer/other", provenance={"session_id": "s-shared"})
     revoke = lambda session: revocation_create(  # noqa: E731
-        actor=reviewer_actor, source=resolve_source(actor=reviewer_actor, tenant=tenant, session_id=session), reason="poisoned")
+        actor=reviewer_actor, source=resolve_source(actor=reviewer_actor, tenant=tenant, session_id=session), reason="poisoned"
+    )
     lone, shared = revoke("s-zed-only"), revoke("s-shared")
     assert (lone.affected, shared.affected) == (2, 2)
 

@@ -53,12 +53,15 @@ def test_a_credential_is_picked_from_the_tenants_tokens_and_revoked_with_its_rec
     assert credential.revoked_at is not None and Revocation.objects.get().token_revoked
 
 
-@pytest.mark.parametrize("form, field", [
-    ({"source": "session_id", "session_id": "", "reason": "why"}, "session_id"),  # the chosen source left empty
-    ({"source": "agent", "reason": "why"}, "agent"),
-    ({"source": "session_id", "session_id": "s-1", "reason": ""}, "reason"),
-    ({"source": "everything", "session_id": "s-1", "reason": "why"}, "source"),
-])
+@pytest.mark.parametrize(
+    "form, field",
+    [
+        ({"source": "session_id", "session_id": "", "reason": "why"}, "session_id"),  # the chosen source left empty
+        ({"source": "agent", "reason": "why"}, "agent"),
+        ({"source": "session_id", "session_id": "s-1", "reason": ""}, "reason"),
+        ({"source": "everything", "session_id": "s-1", "reason": "why"}, "source"),
+    ],
+)
 def test_bad_input_is_shown_on_the_form_and_changes_nothing(reviewer_client, write, form, field):
     write(provenance={"session_id": "s-1"})
     for step in ("", "confirm"):
@@ -70,8 +73,9 @@ def test_bad_input_is_shown_on_the_form_and_changes_nothing(reviewer_client, wri
 def test_another_tenants_token_cannot_be_picked(reviewer_client, other_tenant, make_credential, write):
     foreign = make_credential(other_tenant)
     memory_write(credential=foreign, data=memory_body())
-    response = reviewer_client.post(NEW, {"tenant": "acme", "source": "credential", "credential": str(foreign.pk),
-                                          "reason": "why", "step": "confirm"})
+    response = reviewer_client.post(
+        NEW, {"tenant": "acme", "source": "credential", "credential": str(foreign.pk), "reason": "why", "step": "confirm"}
+    )
     assert response.status_code == 400 and "credential" in response.context["form"].errors
     assert Revocation.objects.count() == 0 and AgentCredential.objects.get(pk=foreign.pk).revoked_at is None
 
@@ -80,8 +84,9 @@ def test_another_tenants_revocation_is_404(client, tenant, other_tenant, make_re
     from governance.revocations.services import resolve_source, revocation_create
 
     write()
-    revocation = revocation_create(actor=reviewer_actor, source=resolve_source(actor=reviewer_actor, tenant=tenant, agent="support-bot"),
-                                   reason="why")
+    revocation = revocation_create(
+        actor=reviewer_actor, source=resolve_source(actor=reviewer_actor, tenant=tenant, agent="support-bot"), reason="why"
+    )
     client.force_login(make_reviewer(other_tenant, username="gus"))
     assert client.get(reverse("review:revocation_detail", args=[revocation.pk])).status_code == 404
     assert client.get(reverse("review:quarantine"), {"revocation": str(revocation.pk)}).status_code == 404

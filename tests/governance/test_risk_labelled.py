@@ -68,6 +68,9 @@ def test_precision_and_recall_on_the_dev_part():
 
 def test_each_risky_example_raises_the_flag_of_its_category():
     rows = [row for row in load("dev.jsonl") + load("blind.jsonl") if row["risky"]]
-    wrong = [(row["category"], detect_risk(row["text"]), row["text"][:60]) for row in rows
-             if row["category"] not in detect_risk(row["text"])]
+    wrong = [
+        (row["category"], detect_risk(row["text"]), row["text"][:60])
+        for row in rows
+        if row["category"] not in detect_risk(row["text"])
+    ]
     assert len(wrong) <= len(rows) * 0.05, wrong

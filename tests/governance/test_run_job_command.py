@@ -23,7 +23,12 @@ def test_run_job_runs_once_as_beat_would_and_prints_the_summary(make_records):
     out = io.StringIO()
     call_command("run_job", "expire", "--batch-size", "2", stdout=out)
     summary = last_line_json(out.getvalue())
-    assert (summary["job"], summary["counts"], summary["errors"], summary["status"]) == ("expire", {"expired": 3}, [], "succeeded")
+    assert (summary["job"], summary["counts"], summary["errors"], summary["status"]) == (
+        "expire",
+        {"expired": 3},
+        [],
+        "succeeded",
+    )
     assert datetime.fromisoformat(summary["finished_at"]) >= datetime.fromisoformat(summary["started_at"])
     assert MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED).count() == 3
     run = JobRun.objects.get()

@@ -30,7 +30,12 @@ def test_beat_and_worker_expire_a_short_lived_memory_with_no_manual_step(celery_
     with celery_stack.explained():
         wait_for(expired, timeout=60, interval=0.25, what="the expire job to run from beat")
         row = history.objects.filter(id=short.pk).latest("history_date")
-        assert (row.history_change_reason, row.history_actor, row.status, row.version) == ("job.expire", "job:expire", "expired", 2)
+        assert (row.history_change_reason, row.history_actor, row.status, row.version) == (
+            "job.expire",
+            "job:expire",
+            "expired",
+            2,
+        )
         assert history.objects.filter(id=short.pk).count() == 2  # the write and the expiry
         run = JobRun.objects.filter(job="expire", status=JobRun.Status.SUCCEEDED, counts__expired=1).get()
         assert run.trigger == "beat" and run.finished_at >= run.started_at
@@ -77,7 +82,9 @@ def test_kill_9_mid_expiry_then_restart_expires_every_record_exactly_once(celery
         celery_stack.start_worker(**env)
         wait_for(
             lambda: expired_count() == total and JobRun.objects.filter(job="expire", status=JobRun.Status.SUCCEEDED).exists(),
-            timeout=90, interval=0.2, what=f"the restarted worker to finish the expiry ({expired_count()} of {total})",
+            timeout=90,
+            interval=0.2,
+            what=f"the restarted worker to finish the expiry ({expired_count()} of {total})",
         )
 
         assert MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED, version=2).count() == total
@@ -98,8 +105,12 @@ def test_two_beats_started_by_mistake_still_run_each_job_once_at_a_time(celery_s
     celery_stack.start_beat(**env)
     celery_stack.start_beat(**env)
     with celery_stack.explained():
-        wait_for(lambda: MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED).count() == len(ids),
-                 timeout=60, interval=0.2, what="the expiry to finish")
+        wait_for(
+            lambda: MemoryRecord.objects.filter(pk__in=ids, status=Status.EXPIRED).count() == len(ids),
+            timeout=60,
+            interval=0.2,
+            what="the expiry to finish",
+        )
         wait_for(lambda: JobRun.objects.filter(job="expire").count() >= 4, timeout=30, what="a few more ticks")
         assert history.objects.filter(id__in=ids, history_change_reason="job.expire").count() == len(ids)
         runs = JobRun.objects.filter(job="expire").exclude(status=JobRun.Status.RUNNING)
@@ -116,8 +127,14 @@ def test_a_forget_request_is_propagated_by_the_worker_without_waiting_for_beat(c
         f"forget_request_create(actor=Actor.for_user(get_user_model().objects.get(pk={reviewer.pk})), "
         f"tenant=Tenant.objects.get(pk={tenant.pk}), subject='customer/soon', reason='erasure')"
     )
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "shell", "-c", script], cwd=ROOT, env=celery_stack.env,
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", script],
+        cwd=ROOT,
+        env=celery_stack.env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
 
     def completed():
         # a completed request keeps the subject's fingerprint, not the subject

@@ -28,10 +28,15 @@ def change_url(kind: MemoryKind) -> str:
     return reverse("admin:memory_memorykind_change", args=[kind.pk])
 
 
-@pytest.mark.parametrize("value, text", [
-    (timedelta(days=60), "60"), (timedelta(hours=12), "0.5"), (timedelta(days=1, hours=6), "1.25"),
-    (timedelta(days=730), "730"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (timedelta(days=60), "60"),
+        (timedelta(hours=12), "0.5"),
+        (timedelta(days=1, hours=6), "1.25"),
+        (timedelta(days=730), "730"),
+    ],
+)
 def test_durations_show_as_days_and_read_back_to_the_second(value, text):
     field = DaysField()
     assert field.prepare_value(value) == text
@@ -59,8 +64,10 @@ def test_saving_an_untouched_form_changes_nothing(admin_client):
 
 def test_days_and_checkboxes_are_saved(admin_client):
     kind = MemoryKind.objects.get(name="semantic")
-    response = admin_client.post(change_url(kind), form_data(
-        kind, default_ttl="45", max_ttl="120.5", review_interval="", auto_admit_authorities=["user", "operator"]))
+    response = admin_client.post(
+        change_url(kind),
+        form_data(kind, default_ttl="45", max_ttl="120.5", review_interval="", auto_admit_authorities=["user", "operator"]),
+    )
     assert response.status_code == 302
     kind.refresh_from_db()
     assert kind.default_ttl == timedelta(days=45)
@@ -78,17 +85,20 @@ def test_no_authority_checked_quarantines_everything(admin_client):
     assert kind.auto_admit_authorities == []
 
 
-@pytest.mark.parametrize("changes, field, message", [
-    ({"default_ttl": "sixty"}, "default_ttl", "Enter a number of days"),
-    ({"default_ttl": "0"}, "default_ttl", "more than 0 days"),
-    ({"max_ttl": "-3"}, "max_ttl", "more than 0 days"),
-    ({"purge_after": "0.000005"}, "purge_after", "more than 0 days"),  # rounds to 0 seconds
-    ({"review_interval": "1e-9"}, "review_interval", "more than 0 days"),
-    ({"purge_after": "NaN"}, "purge_after", "Enter a number of days"),
-    ({"max_ttl": "1000000"}, "max_ttl", "at most"),
-    ({"default_ttl": "400", "max_ttl": "365"}, "default_ttl", "cannot be longer than the maximum TTL"),
-    ({"auto_admit_authorities": ["user", "everyone"]}, "auto_admit_authorities", "not one of the available choices"),
-])
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"default_ttl": "sixty"}, "default_ttl", "Enter a number of days"),
+        ({"default_ttl": "0"}, "default_ttl", "more than 0 days"),
+        ({"max_ttl": "-3"}, "max_ttl", "more than 0 days"),
+        ({"purge_after": "0.000005"}, "purge_after", "more than 0 days"),  # rounds to 0 seconds
+        ({"review_interval": "1e-9"}, "review_interval", "more than 0 days"),
+        ({"purge_after": "NaN"}, "purge_after", "Enter a number of days"),
+        ({"max_ttl": "1000000"}, "max_ttl", "at most"),
+        ({"default_ttl": "400", "max_ttl": "365"}, "default_ttl", "cannot be longer than the maximum TTL"),
+        ({"auto_admit_authorities": ["user", "everyone"]}, "auto_admit_authorities", "not one of the available choices"),
+    ],
+)
 def test_bad_input_is_a_form_error_and_changes_nothing(admin_client, changes, field, message):
     kind = MemoryKind.objects.get(name="semantic")
     before = MemoryKind.objects.filter(pk=kind.pk).values().get()
@@ -102,7 +112,7 @@ def test_bad_input_is_a_form_error_and_changes_nothing(admin_client, changes, fi
 def test_record_titles_read_as_kind_subject_version_status(admin_client, write):
     record = write(subject="customer/acme")
     html = admin_client.get(reverse("admin:memory_memoryrecord_change", args=[record.pk])).content.decode()
-    assert '<h2>preference · customer/acme · v1 (active)</h2>' in html
+    assert "<h2>preference · customer/acme · v1 (active)</h2>" in html
     # breadcrumbs and the history page read the record's own title: subject, short id, version, status
     title = f"customer/acme · {str(record.pk)[:8]} v1 (active)"
     assert str(record) == title and title in html

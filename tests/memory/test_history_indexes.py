@@ -22,8 +22,9 @@ def _index_definitions(table: str) -> dict[str, str]:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table])
         else:
-            cursor.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = %s AND sql IS NOT NULL",
-                           [table])
+            cursor.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = %s AND sql IS NOT NULL", [table]
+            )
         return dict(cursor.fetchall())
 
 
@@ -37,15 +38,19 @@ def test_sparse_history_keys_are_indexed_only_where_set(column):
 
 
 @pytest.mark.postgresql(reason="the planner's choice is PostgreSQL's")
-@pytest.mark.parametrize(("column", "index"), [("supersedes_id", "memory_history_supersedes_idx"),
-                                               ("history_user_id", "memory_history_user_idx")])
+@pytest.mark.parametrize(
+    ("column", "index"), [("supersedes_id", "memory_history_supersedes_idx"), ("history_user_id", "memory_history_user_idx")]
+)
 def test_a_lookup_by_a_sparse_key_uses_its_partial_index(column, index):
     # A value looked up (= x, IN (...)) implies the key is set, so the partial index serves it.
     table = MemoryRecord.history.model._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(f"EXPLAIN SELECT history_id FROM {table} WHERE {column} IN (%s, %s)",
-                       ["00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"]
-                       if column == "supersedes_id" else [1, 2])
+        cursor.execute(
+            f"EXPLAIN SELECT history_id FROM {table} WHERE {column} IN (%s, %s)",
+            ["00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"]
+            if column == "supersedes_id"
+            else [1, 2],
+        )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert index in plan, plan

@@ -12,8 +12,10 @@ from memory.search import active_index
 from memory.search.ranking import analyse_query, fts5_tokens
 from memory.search.recipes import ANALYSERS
 
-pytestmark = [pytest.mark.django_db,
-              pytest.mark.sqlite(reason="FTS5's tokenizer is SQLite's (PostgreSQL analyses with to_tsvector)")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.sqlite(reason="FTS5's tokenizer is SQLite's (PostgreSQL analyses with to_tsvector)"),
+]
 
 PORTER = ANALYSERS["english"]["sqlite"]
 # Words where FTS5's porter stemmer departs from Snowball's (possibly, technologies, grokking,
@@ -26,8 +28,11 @@ def _stored_tokens(index, record) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE VIRTUAL TABLE temp.gm_test_vocab USING fts5vocab(main, {index.storage_name}, 'instance')")
         try:
-            cursor.execute(f"SELECT v.term FROM temp.gm_test_vocab v JOIN {index.storage_name}_doc d ON d.id = v.doc "
-                           f"WHERE d.record_id = %s AND v.col = 'body' ORDER BY v.\"offset\"", [record.pk.hex])
+            cursor.execute(
+                f"SELECT v.term FROM temp.gm_test_vocab v JOIN {index.storage_name}_doc d ON d.id = v.doc "
+                f"WHERE d.record_id = %s AND v.col = 'body' ORDER BY v.\"offset\"",
+                [record.pk.hex],
+            )
             return [term for (term,) in cursor.fetchall()]
         finally:
             cursor.execute("DROP TABLE temp.gm_test_vocab")

@@ -41,7 +41,9 @@ def test_only_active_unexpired_valid_records_of_the_scope_are_recalled(subject, 
     write(content="Acme prefers email, quarantined.", authority="agent", provenance={"source_type": "agent_inference"})
     write(content="Acme prefers email, not valid yet.", valid_from=(timezone.now() + timedelta(days=1)).isoformat())
     expired = write(content="Acme prefers email, expired.", ttl_seconds=60)
-    MemoryRecord.objects.filter(pk=expired.pk).update(created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(seconds=1))
+    MemoryRecord.objects.filter(pk=expired.pk).update(
+        created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(seconds=1)
+    )
     other_agent = make_credential(tenant, agent_slug="sales-bot")
     write(credential_=other_agent, content="Acme prefers email, other agent.")
     elsewhere = write(content="Acme prefers email, another subject.", subject="customer/globex")
@@ -56,10 +58,12 @@ def test_the_ranking_itself_yields_no_record_outside_its_time(subject, write, cr
     timely = write(content="Acme prefers email for invoices.")
     write(content="Acme prefers email, not valid yet.", valid_from=(timezone.now() + timedelta(days=1)).isoformat())
     expired = write(content="Acme prefers email, expired.", ttl_seconds=60)
-    MemoryRecord.objects.filter(pk=expired.pk).update(created_at=timezone.now() - timedelta(hours=2),
-                                                      expires_at=timezone.now() - timedelta(seconds=1))
-    scope = ranking.Scope(tenant_id=credential.agent.tenant_id, agent_id=credential.agent.pk, purpose="support",
-                          now=timezone.now(), subject=subject)
+    MemoryRecord.objects.filter(pk=expired.pk).update(
+        created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    scope = ranking.Scope(
+        tenant_id=credential.agent.tenant_id, agent_id=credential.agent.pk, purpose="support", now=timezone.now(), subject=subject
+    )
     ranked = ranking.rank(active_index(), scope, "email")
     assert [row.record_id for row in ranked] == [timely.pk]
     assert ranked.scope_size == 3  # the collection still counts them until the sweep
@@ -192,7 +196,8 @@ def test_each_query_term_counts_once_whatever_its_form(write, credential):
     repeated = _recall(credential, query="Going? go, GO... roadtrip roadtrip")
     assert repeated.terms == once.terms == ["go", "roadtrip"]
     assert [(i.record.pk, i.score_parts["lexical"]) for i in repeated.items] == [
-        (i.record.pk, i.score_parts["lexical"]) for i in once.items]
+        (i.record.pk, i.score_parts["lexical"]) for i in once.items
+    ]
 
 
 def test_term_rarity_is_counted_within_the_scope_not_across_agents(write, credential, tenant, make_credential):
@@ -203,7 +208,8 @@ def test_term_rarity_is_counted_within_the_scope_not_across_agents(write, creden
         write(credential_=other, content=f"Roadtrip number {n}: the coast again.")
     after = _recall(credential, query="go roadtrip")
     assert [(i.record.pk, i.score_parts["lexical"]) for i in after.items] == [
-        (i.record.pk, i.score_parts["lexical"]) for i in before.items]
+        (i.record.pk, i.score_parts["lexical"]) for i in before.items
+    ]
     assert after.items[0].record.pk == records[0].pk
 
 
@@ -233,10 +239,25 @@ def test_a_query_of_stop_words_only_is_ranked_by_the_other_parts(write, credenti
     assert all(item.score_parts["lexical"] == 0 for item in result.items)
 
 
-@pytest.mark.parametrize("query", [
-    "'' foo", "'", "''''", "foo'", "\\ foo \\\\", "foo & | ! ( ) : * <-> bar", 'foo "bar', 'NEAR(foo bar) OR AND NOT',
-    "foo:* ^bar {baz} -qux +quux", "\x00foo", "\ud800foo", "ａｃｍｅ ｆｏｏ", "😀 foo", "x" * 1000,
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "'' foo",
+        "'",
+        "''''",
+        "foo'",
+        "\\ foo \\\\",
+        "foo & | ! ( ) : * <-> bar",
+        'foo "bar',
+        "NEAR(foo bar) OR AND NOT",
+        "foo:* ^bar {baz} -qux +quux",
+        "\x00foo",
+        "\ud800foo",
+        "ａｃｍｅ ｆｏｏ",
+        "😀 foo",
+        "x" * 1000,
+    ],
+)
 def test_no_query_text_can_break_the_full_text_search(write, credential, query):
     match = write(content="The foo widget is blue.")
     # Straight to recall (the API refuses NUL and lone surrogates before this): never a database error.
@@ -247,8 +268,9 @@ def test_no_query_text_can_break_the_full_text_search(write, credential, query):
 
 def test_an_older_match_is_found_behind_many_newer_records(write, credential, small_pages):
     old = write(content="The roadtrip starts in Lisbon.")
-    MemoryRecord.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=90),
-                                                  confirmed_at=timezone.now() - timedelta(days=90))
+    MemoryRecord.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=90), confirmed_at=timezone.now() - timedelta(days=90)
+    )
     for n in range(12):
         write(content=f"Unrelated note number {n}.")
     result = _recall(credential, query="roadtrip", limit=3)
@@ -275,8 +297,10 @@ def test_context_line_says_when_the_claim_was_observed_and_last_confirmed(write,
     record = write(content="Acme wants invoices by email.", provenance={"observed_at": "2026-10-02T08:00:00Z"})
     (item,) = _recall(credential, query="invoices").items
     confirmed = f"{record.confirmed_at:%Y-%m-%d}"
-    assert item.context == (f"[preference | user | confirmed {confirmed} | source user_turn {record.source_uri} | "
-                            f"observed 2026-10-02] Acme wants invoices by email.")
+    assert item.context == (
+        f"[preference | user | confirmed {confirmed} | source user_turn {record.source_uri} | "
+        f"observed 2026-10-02] Acme wants invoices by email."
+    )
 
 
 def test_a_record_leaves_recall_ranking_the_moment_it_stops_being_active(write, credential, reviewer_actor):
@@ -301,9 +325,12 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
     words = ["roadtrip", "coast", "office", "invoice", "lunch", "go"]
     for n in range(24):
         text = " ".join(words[(n * k) % len(words)] for k in range(1, 2 + n % 5))
-        write(content=f"{text} note {n}.", confidence=round(0.3 + (n % 7) / 10, 2),
-              authority="agent" if n % 4 == 0 else "user",
-              provenance={"source_type": "agent_inference"} if n % 4 == 0 else {})
+        write(
+            content=f"{text} note {n}.",
+            confidence=round(0.3 + (n % 7) / 10, 2),
+            authority="agent" if n % 4 == 0 else "user",
+            provenance={"source_type": "agent_inference"} if n % 4 == 0 else {},
+        )
     query = {"query": "roadtrip coast go lunch", "limit": 50}
     full = _recall(credential, **query)
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
@@ -324,8 +351,7 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
 STRATEGIES = {
     "within a subject: matches scored with their df counted, the rest walked": {"SMALL_SCOPE": 0},
     "within a subject: df counted through the GIN index first": {"NARROW_COUNTED": 0},
-    "within a subject: df by GIN counts, per combination of terms": {"NARROW_COUNTED": 0, "SMALL_SCOPE": 0,
-                                                                      "COMMON_SHARE": 2.0},
+    "within a subject: df by GIN counts, per combination of terms": {"NARROW_COUNTED": 0, "SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
     "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SEVERAL_WHOLE": 0},
     "records holding two rarer terms found in one statement": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
     "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
@@ -344,15 +370,26 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
     for n in range(60):
         # Words from a skewed spread (the first ones in most records), some repeated (tf > 1).
         text = " ".join(vocabulary[min((n * 7 + k * 3) % 11, (n + k) % 8)] for k in range(1 + n % 6))
-        record = write(content=f"{text} {'roadtrip' if n % 9 == 0 else ''} note {n}.", confidence=round(0.2 + (n % 8) / 10, 2),
-                       authority="agent" if n % 5 == 0 else "user", subject="customer/acme" if n % 3 else "customer/globex",
-                       provenance={"source_type": "agent_inference"} if n % 5 == 0 else {})
+        record = write(
+            content=f"{text} {'roadtrip' if n % 9 == 0 else ''} note {n}.",
+            confidence=round(0.2 + (n % 8) / 10, 2),
+            authority="agent" if n % 5 == 0 else "user",
+            subject="customer/acme" if n % 3 else "customer/globex",
+            provenance={"source_type": "agent_inference"} if n % 5 == 0 else {},
+        )
         MemoryRecord.objects.filter(pk=record.pk).update(confirmed_at=now - timedelta(days=(n * 13) % 90, minutes=n))
     MemoryRecord.objects.filter(status="quarantined").update(status="active")  # the agent's own inferences too
     # (query, limit, subject): the subject's queries read past the matches into the records holding none of the words.
-    queries = [("roadtrip coast lunch acme", 50, None), ("roadtrip email portal office invoice", 7, None), ("coast", 4, None),
-               ("unknown words", 5, None), ("roadtrip coast lunch acme", 40, "customer/acme"),
-               ("email portal invoice", 12, "customer/acme"), ("coast office", 20, "customer/globex")]
+    queries = [
+        ("roadtrip coast lunch acme", 50, None),
+        ("roadtrip email portal office invoice", 7, None),
+        ("coast", 4, None),
+        ("unknown words", 5, None),
+        ("roadtrip coast lunch acme", 40, "customer/acme"),
+        ("email portal invoice", 12, "customer/acme"),
+        ("coast office", 20, "customer/globex"),
+    ]
+
     def ranked(query: str, limit: int, subject: str | None) -> list[tuple]:  # at one moment, so recency cannot move between calls
         q = parse_recall({"purpose": "support", "query": query, "limit": limit, **({"subject": subject} if subject else {})})
         return [(i.record.pk, i.score_parts) for i in recall(credential=credential, q=q, now=now).items]
@@ -373,8 +410,12 @@ def test_a_record_without_the_words_comes_before_a_weaker_match_when_its_priors_
     # them by their priors): it must be read before any match it can beat is returned.
     monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)
     now = timezone.now()
-    weak = write(content="Roadtrip planning kept by the agent.", confidence=0.2, authority="agent",
-                 provenance={"source_type": "agent_inference"})
+    weak = write(
+        content="Roadtrip planning kept by the agent.",
+        confidence=0.2,
+        authority="agent",
+        provenance={"source_type": "agent_inference"},
+    )
     strong = write(content="Prefers email for every contact.", confidence=1.0)
     for n in range(6):
         write(content=f"Unrelated note number {n} about lunch.", confidence=0.1)

@@ -11,8 +11,10 @@ from django.utils import timezone
 from memory.models import MemoryRecord
 from memory.search import active_index, storage
 
-pytestmark = [pytest.mark.django_db,
-              pytest.mark.postgresql(reason="SQLite's triggers delete the entry of every record leaving active at once")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.postgresql(reason="SQLite's triggers delete the entry of every record leaving active at once"),
+]
 
 
 def _entries() -> set:
@@ -23,7 +25,8 @@ def _entries() -> set:
 
 def _past(*records) -> None:
     MemoryRecord.objects.filter(pk__in=[r.pk for r in records]).update(
-        created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(hours=1))
+        created_at=timezone.now() - timedelta(hours=2), expires_at=timezone.now() - timedelta(hours=1)
+    )
 
 
 def _raw_update(sql: str, ids) -> None:
@@ -52,9 +55,11 @@ def test_a_statement_mixing_expiry_in_time_with_other_changes_goes_the_general_w
     _past(due, expired)
     _raw_update("status = 'expired'", [expired])  # an entry that waits for the sweep
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {storage.RECORDS} SET status = CASE WHEN id = %s THEN 'expired' ELSE status END, "
-                       f"content = CASE WHEN id = %s THEN 'A bicycle trip.' ELSE content END WHERE id = ANY(%s)",
-                       [due.pk, edited.pk, [due.pk, edited.pk]])
+        cursor.execute(
+            f"UPDATE {storage.RECORDS} SET status = CASE WHEN id = %s THEN 'expired' ELSE status END, "
+            f"content = CASE WHEN id = %s THEN 'A bicycle trip.' ELSE content END WHERE id = ANY(%s)",
+            [due.pk, edited.pk, [due.pk, edited.pk]],
+        )
     assert set(_entries()) == {due.pk, edited.pk, expired.pk}
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT vector::text FROM {active_index().storage_name} WHERE record_id = %s", [edited.pk])

@@ -166,13 +166,16 @@ def test_rebuild_index_without_wait_queues_the_build_for_the_worker(monkeypatch,
     assert build_search_index(index.pk)["status"] == "active"  # and a second delivery changes nothing
 
 
-@pytest.mark.parametrize("args, message", [
-    (["x", "--recipe", "{nope"], "not valid JSON"),
-    (["x", "--recipe", "[1]"], "JSON object"),
-    (["x", "--recipe", '{"k1": 9, "colour": "blue"}'], "k1"),
-    (["x", "--recipe", '{"stemmer": "english", "stop_words": "none"}'], "stop_words"),
-    (["bad name!"], "name"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["x", "--recipe", "{nope"], "not valid JSON"),
+        (["x", "--recipe", "[1]"], "JSON object"),
+        (["x", "--recipe", '{"k1": 9, "colour": "blue"}'], "k1"),
+        (["x", "--recipe", '{"stemmer": "english", "stop_words": "none"}'], "stop_words"),
+        (["bad name!"], "name"),
+    ],
+)
 def test_rebuild_index_refuses_bad_input_and_changes_nothing(args, message):
     before = list(SearchIndex.objects.values_list("name", "status"))
     with pytest.raises(CommandError, match=message):
@@ -235,8 +238,10 @@ def _terms(name: str) -> dict:
 
 def _terms_recounted(name: str) -> dict:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT tenant_id, agent_id, purpose, t.key, count(*), max(t.value::integer) FROM {name} "
-                       f"CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY 1, 2, 3, 4")
+        cursor.execute(
+            f"SELECT tenant_id, agent_id, purpose, t.key, count(*), max(t.value::integer) FROM {name} "
+            f"CROSS JOIN LATERAL jsonb_each_text(tf) t GROUP BY 1, 2, 3, 4"
+        )
         return {row[:4]: row[4:] for row in cursor.fetchall()}
 
 
@@ -255,8 +260,9 @@ def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_sub
     # A record expired by the job because its time is up keeps its entry (no recall can return it)
     # until the sweep.
     due = write(content="One more roadtrip.", subject="customer/ann")
-    MemoryRecord.objects.filter(pk=due.pk).update(created_at=timezone.now() - timedelta(hours=1),
-                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    MemoryRecord.objects.filter(pk=due.pk).update(
+        created_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(seconds=1)
+    )
     assert memory_expire_due(actor=Actor.job("expire")) == 1
     assert _terms(name)[(*scope, "roadtrip")] == (3, 3) and _storage_rows(active_index()) == 3
     assert storage.sweep_expired(name, now=timezone.now(), batch_size=1) == 1
@@ -276,8 +282,11 @@ def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_sub
 
 
 def _stats(name: str, *, recounted: bool = False) -> dict:
-    source = (f"SELECT tenant_id, agent_id, purpose, subject, kind_id, count(*), sum(doclen) FROM {name} GROUP BY 1, 2, 3, 4, 5"
-              if recounted else f"SELECT tenant_id, agent_id, purpose, subject, kind_id, docs, words FROM {name}_stats")
+    source = (
+        f"SELECT tenant_id, agent_id, purpose, subject, kind_id, count(*), sum(doclen) FROM {name} GROUP BY 1, 2, 3, 4, 5"
+        if recounted
+        else f"SELECT tenant_id, agent_id, purpose, subject, kind_id, docs, words FROM {name}_stats"
+    )
     with connection.cursor() as cursor:
         cursor.execute(source)
         return {row[:5]: row[5:] for row in cursor.fetchall()}
@@ -289,11 +298,15 @@ def test_postgresql_a_sweep_batch_that_empties_many_buckets_leaves_exact_statist
     # (they name subjects) and the terms no entry holds any more are deleted, the rest decremented.
     name = active_index().storage_name
     kept = write(content="A roadtrip kept for ann.", subject="customer/ann")
-    due = [write(content=f"Roadtrip {word} for {who}.", subject=f"customer/{who}")
-           for who in ("bob", "erin", "kim") for word in ("xylophonic", "quasarish")]
+    due = [
+        write(content=f"Roadtrip {word} for {who}.", subject=f"customer/{who}")
+        for who in ("bob", "erin", "kim")
+        for word in ("xylophonic", "quasarish")
+    ]
     due.append(write(content="Roadtrip zeppelinian for ann.", subject="customer/ann"))
-    MemoryRecord.objects.filter(pk__in=[r.pk for r in due]).update(created_at=timezone.now() - timedelta(hours=1),
-                                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    MemoryRecord.objects.filter(pk__in=[r.pk for r in due]).update(
+        created_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(seconds=1)
+    )
     assert memory_expire_due(actor=Actor.job("expire")) == len(due)
     assert storage.sweep_expired(name, now=timezone.now(), batch_size=100) == len(due)
     stats = _stats(name)
@@ -313,8 +326,10 @@ def test_postgresql_statistics_tables_leave_room_for_in_place_updates():
     index = active_index()
     storage.pg_upgrade_triggers(index.storage_name, index.recipe)  # an index from before keeps the setting too
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
-                       [[f"{index.storage_name}_stats", f"{index.storage_name}_terms"]])
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
+            [[f"{index.storage_name}_stats", f"{index.storage_name}_terms"]],
+        )
         options = dict(cursor.fetchall())
     assert len(options) == 2 and all(value == ["fillfactor=50"] for value in options.values()), options
 
@@ -323,8 +338,9 @@ def test_the_sweep_job_deletes_the_entries_of_records_the_expire_job_expired_in_
     from governance.jobs import run_job
 
     kept, due = write(content="A roadtrip kept."), write(content="A roadtrip that expires.")
-    MemoryRecord.objects.filter(pk=due.pk).update(created_at=timezone.now() - timedelta(hours=1),
-                                                  expires_at=timezone.now() - timedelta(seconds=1))
+    MemoryRecord.objects.filter(pk=due.pk).update(
+        created_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(seconds=1)
+    )
     assert run_job("expire").counts == {"expired": 1}
     assert [pk for pk, _ in _ranked(credential, "roadtrip")] == [kept.pk]
     lingering = 1 if connection.vendor == "postgresql" else 0  # SQLite's triggers delete it at once
@@ -345,9 +361,17 @@ def _client(raw_token: str) -> APIClient:
 
 
 def test_reviewers_list_the_indexes_with_recipe_inputs_and_their_golden_verdict(corpus, reviewer, other_tenant):
-    register_promotion_gate(lambda candidate, active: (False, {
-        "passed": False, "tenants": {"acme": {"passed": False}, "globex": {"passed": True}}, "failed_tenants": ["acme"],
-    }), name="golden_promotion_gate")
+    register_promotion_gate(
+        lambda candidate, active: (
+            False,
+            {
+                "passed": False,
+                "tenants": {"acme": {"passed": False}, "globex": {"passed": True}},
+                "failed_tenants": ["acme"],
+            },
+        ),
+        name="golden_promotion_gate",
+    )
     _build("candidate-1", recipe={"b": 0.3})
     _, raw = ReviewerToken.issue(user=reviewer)
     response = _client(raw).get("/api/v1/indexes/")
@@ -372,7 +396,10 @@ def test_an_index_whose_triggers_a_migration_dropped_is_rebuilt_after_migrating(
     suffixes = storage.RECORD_TRIGGERS[connection.vendor]
     with connection.cursor() as cursor:  # what SQLite does to them when a migration rebuilds the records table
         for suffix in suffixes:
-            cursor.execute(f"DROP TRIGGER {index.storage_name}_{suffix}" + (f" ON {storage.RECORDS}" if connection.vendor == "postgresql" else ""))
+            cursor.execute(
+                f"DROP TRIGGER {index.storage_name}_{suffix}"
+                + (f" ON {storage.RECORDS}" if connection.vendor == "postgresql" else "")
+            )
     missed = write(content="A roadtrip nobody indexed.")
     assert not storage.triggers_present(index.storage_name)
     assert repair_storage() == [index.name]
@@ -394,15 +421,26 @@ def test_postgresql_statistics_stay_exact_when_two_transactions_empty_a_bucket_t
     db = settings.DATABASES["default"]
 
     def connect():
-        return psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], password=db["PASSWORD"] or None,
-                               dbname=connection.settings_dict["NAME"], autocommit=False)
+        return psycopg.connect(
+            host=db["HOST"],
+            port=db["PORT"] or 5432,
+            user=db["USER"],
+            password=db["PASSWORD"] or None,
+            dbname=connection.settings_dict["NAME"],
+            autocommit=False,
+        )
 
     with connect() as a, connect() as b:
         a.execute("UPDATE memory_memoryrecord SET status = 'superseded' WHERE id = %s", [first.pk])
         done = threading.Event()
         # b waits for a's locks on the bucket and its terms, then must see a's counts.
-        worker = threading.Thread(target=lambda: (b.execute("UPDATE memory_memoryrecord SET status = 'superseded' "
-                                                            "WHERE id = %s", [second.pk]), b.commit(), done.set()))
+        worker = threading.Thread(
+            target=lambda: (
+                b.execute("UPDATE memory_memoryrecord SET status = 'superseded' WHERE id = %s", [second.pk]),
+                b.commit(),
+                done.set(),
+            )
+        )
         worker.start()
         assert not done.wait(0.5)  # queued behind a
         a.commit()

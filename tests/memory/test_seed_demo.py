@@ -47,8 +47,10 @@ def test_the_demo_prints_a_working_agent_token_and_reviewer_token():
 
 def test_demo_facts_checked_long_ago_were_also_observed_then():
     call_command("seed_demo", stdout=io.StringIO())
-    stale = MemoryRecord.objects.filter(tenant__slug="acme", confirmed_at__lt=MemoryRecord.objects.order_by("-created_at")
-                                        .values_list("created_at", flat=True).first())
+    stale = MemoryRecord.objects.filter(
+        tenant__slug="acme",
+        confirmed_at__lt=MemoryRecord.objects.order_by("-created_at").values_list("created_at", flat=True).first(),
+    )
     assert stale.exists()
     for record in stale:
         assert abs((record.observed_at - record.confirmed_at).total_seconds()) < 120
@@ -60,20 +62,34 @@ def test_the_readmes_recall_example_finds_the_contact_preference_first():
     token = re.search(r"\bgma_\S+", out.getvalue()).group(0)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    response = client.post("/api/v1/recall/", {"query": "does acme prefer email or phone", "purpose": "support",
-                                                "subject": "customer/acme", "limit": 10, "token_budget": 800},
-                           format="json")
+    response = client.post(
+        "/api/v1/recall/",
+        {
+            "query": "does acme prefer email or phone",
+            "purpose": "support",
+            "subject": "customer/acme",
+            "limit": 10,
+            "token_budget": 800,
+        },
+        format="json",
+    )
     first = response.json()["items"][0]
     assert first["content"].startswith("Prefers email over phone") and first["score_parts"]["lexical"] > 0
 
 
 def test_a_second_run_prints_the_same_tokens_and_writes_nothing_new(tmp_path):
     first = seed()
-    records, credentials, reviewer_tokens = (MemoryRecord.objects.count(), AgentCredential.objects.count(),
-                                             ReviewerToken.objects.count())
+    records, credentials, reviewer_tokens = (
+        MemoryRecord.objects.count(),
+        AgentCredential.objects.count(),
+        ReviewerToken.objects.count(),
+    )
     assert tokens(seed()) == tokens(first)
     assert (MemoryRecord.objects.count(), AgentCredential.objects.count(), ReviewerToken.objects.count()) == (
-        records, credentials, reviewer_tokens)
+        records,
+        credentials,
+        reviewer_tokens,
+    )
     # Raw tokens on disk: readable by their owner only.
     assert stat.S_IMODE((tmp_path / "demo-tokens.json").stat().st_mode) == 0o600
 

@@ -37,8 +37,13 @@ pytestmark = pytest.mark.django_db
 QUESTION = "how does acme want to be contacted"
 ANSWER = "Prefers email over phone."
 # Share no word with the question (nor its stems): lexical ranking can only order them by the priors.
-OTHERS = ["The office is in Berlin.", "Invoices leave on Mondays.", "Deploys run through staging first.",
-          "Lunch is at noon on Fridays.", "The VPN certificate renews every spring."]
+OTHERS = [
+    "The office is in Berlin.",
+    "Invoices leave on Mondays.",
+    "Deploys run through staging first.",
+    "Lunch is at noon on Fridays.",
+    "The VPN certificate renews every spring.",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -67,8 +72,11 @@ def embedded(index: SearchIndex) -> int:
 
 def queued_embeddings(callbacks) -> list:
     """The record ids of every `embed_records` message the transaction queued for after its commit."""
-    return [callback.args[0] for callback in callbacks
-            if isinstance(callback, functools.partial) and callback.func == embed_records.delay]
+    return [
+        callback.args[0]
+        for callback in callbacks
+        if isinstance(callback, functools.partial) and callback.func == embed_records.delay
+    ]
 
 
 def test_a_question_sharing_no_words_with_the_memory_is_found_through_the_semantic_part(credential, answer_and_others):
@@ -79,14 +87,19 @@ def test_a_question_sharing_no_words_with_the_memory_is_found_through_the_semant
 
     index = build_semantic()
     assert index.status == IndexStatus.ACTIVE and index.recipe == {
-        "model": "all-MiniLM-L6-v2", "version": semantic.installed_version(), "dims": 384, "normalisation": "l2"}
+        "model": "all-MiniLM-L6-v2",
+        "version": semantic.installed_version(),
+        "dims": 384,
+        "normalisation": "l2",
+    }
     hybrid = ask(credential)
     assert hybrid.semantic == index.name and hybrid.index == active_index().name
     top = hybrid.items[0]
     assert top.record.pk == answer.pk
     assert list(top.score_parts) == ["lexical", "semantic", "fusion", "authority", "confidence", "recency"]
     assert top.score_parts["lexical"] == 0 and top.score_parts["semantic"] > max(
-        item.score_parts["semantic"] for item in hybrid.items[1:])
+        item.score_parts["semantic"] for item in hybrid.items[1:]
+    )
     for item in hybrid.items:
         assert item.score == pytest.approx(sum(item.score_parts.values()), abs=1e-3)
     # the priors are the lexical ranking's own
@@ -113,8 +126,9 @@ def test_the_hard_filters_come_first_for_the_semantic_part(credential, write, ma
     assert [item.record.pk for item in ask(other_agent).items] == [foreign.pk]
 
 
-def test_the_write_enqueues_embedding_after_commit_and_the_task_embeds_it(credential, write, answer_and_others,
-                                                                         django_capture_on_commit_callbacks):
+def test_the_write_enqueues_embedding_after_commit_and_the_task_embeds_it(
+    credential, write, answer_and_others, django_capture_on_commit_callbacks
+):
     index = build_semantic()
     assert embedded(index) == 1 + len(OTHERS)
     with django_capture_on_commit_callbacks() as callbacks:
@@ -137,8 +151,9 @@ def test_a_record_whose_vector_is_pending_is_still_found_by_its_words(credential
     assert top.record.pk == pending.pk and top.score_parts["lexical"] > 0 and top.score_parts["semantic"] == 0
 
 
-def test_a_quarantined_write_is_not_embedded_until_promoted(credential, write, reviewer_actor,
-                                                            django_capture_on_commit_callbacks):
+def test_a_quarantined_write_is_not_embedded_until_promoted(
+    credential, write, reviewer_actor, django_capture_on_commit_callbacks
+):
     index = build_semantic()
     with django_capture_on_commit_callbacks() as callbacks:
         claim = write(content="Acme wants calls only.", authority="agent", provenance={"source_type": "agent_inference"})
@@ -176,8 +191,10 @@ def test_repair_restores_the_triggers_and_keeps_the_vectors(write, answer_and_ot
     index = build_semantic()
     with connection.cursor() as cursor:  # what a migration that rebuilds the records table does on SQLite
         for trigger in storage.RECORD_TRIGGERS[connection.vendor]:
-            cursor.execute(f"DROP TRIGGER {index.storage_name}_{trigger}"
-                           + (f" ON {storage.RECORDS}" if connection.vendor == "postgresql" else ""))
+            cursor.execute(
+                f"DROP TRIGGER {index.storage_name}_{trigger}"
+                + (f" ON {storage.RECORDS}" if connection.vendor == "postgresql" else "")
+            )
     assert not storage.triggers_present(index.storage_name)
     missed = write(content="Written while the triggers were gone.")
     assert repair_storage() == [index.name]
@@ -220,16 +237,20 @@ def test_forget_leaves_no_vector_of_the_subject(credential, write, reviewer_acto
     kept = write(content=ANSWER, subject="customer/globex")
     index = build_semantic()
     subject_ids = [answer.pk, *(record.pk for record in others)]
-    request = forget_request_create(actor=reviewer_actor, tenant=credential.agent.tenant, subject="customer/acme",
-                                    reason="erasure request")
+    request = forget_request_create(
+        actor=reviewer_actor, tenant=credential.agent.tenant, subject="customer/acme", reason="erasure request"
+    )
     assert embedded(index) == 1  # gone in the forget's own transaction (the triggers)
     # A row left behind (an index built from a snapshot taken just before the forget): propagation removes it.
     with connection.cursor() as cursor:
         key = answer.pk if connection.vendor == "postgresql" else answer.pk.hex
-        cursor.execute(f"INSERT INTO {index.storage_name} (record_id, tenant_id, agent_id, purpose, subject, kind_id, "
-                       f"authority, confidence, confirmed_at, expires_at, content_hash, vector) "
-                       f"SELECT %s, tenant_id, agent_id, purpose, subject, kind_id, authority, confidence, confirmed_at, "
-                       f"expires_at, content_hash, vector FROM {index.storage_name}", [key])
+        cursor.execute(
+            f"INSERT INTO {index.storage_name} (record_id, tenant_id, agent_id, purpose, subject, kind_id, "
+            f"authority, confidence, confirmed_at, expires_at, content_hash, vector) "
+            f"SELECT %s, tenant_id, agent_id, purpose, subject, kind_id, authority, confidence, confirmed_at, "
+            f"expires_at, content_hash, vector FROM {index.storage_name}",
+            [key],
+        )
     propagate_forget_request(request)
     receipt = PropagationReceipt.objects.get(forget_request=request, artifact="search_indexes")
     assert f"{index.name}: 1" in receipt.note and receipt.removed >= 1
@@ -240,8 +261,9 @@ def test_forget_leaves_no_vector_of_the_subject(credential, write, reviewer_acto
     assert str(rows[0][0]).replace("-", "") == kept.pk.hex and not set(subject_ids) & {kept.pk}
 
 
-def test_without_the_extra_recall_is_lexical_and_the_index_list_says_so(monkeypatch, credential, reviewer,
-                                                                        answer_and_others, capsys):
+def test_without_the_extra_recall_is_lexical_and_the_index_list_says_so(
+    monkeypatch, credential, reviewer, answer_and_others, capsys
+):
     index = build_semantic()
     reason = "The semantic extra is not installed (sentence_transformers missing): install the extra."
     monkeypatch.setattr(semantic, "extra_missing", lambda: reason)
@@ -283,7 +305,8 @@ def test_a_real_worker_embeds_a_write_made_through_the_api_after_it_commits(cred
 
 
 def test_retire_index_switches_the_semantic_index_off_and_refuses_the_active_lexical_one(
-        credential, answer_and_others, capsys, django_capture_on_commit_callbacks):
+    credential, answer_and_others, capsys, django_capture_on_commit_callbacks
+):
     index = build_semantic()
     assert ask(credential).semantic == index.name
     with django_capture_on_commit_callbacks(execute=True):  # the storage is dropped after the commit

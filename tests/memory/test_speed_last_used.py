@@ -126,8 +126,14 @@ def test_a_flush_skips_a_record_another_transaction_holds_instead_of_waiting(wri
 
     held, free = write(content="Held by the expire job."), write(content="Free.")
     db = settings.DATABASES["default"]
-    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=connection.settings_dict["NAME"],
-                         password=db["PASSWORD"] or None, autocommit=False) as other:
+    with psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"] or 5432,
+        user=db["USER"],
+        dbname=connection.settings_dict["NAME"],
+        password=db["PASSWORD"] or None,
+        autocommit=False,
+    ) as other:
         other.execute("SELECT 1 FROM memory_memoryrecord WHERE id = %s FOR UPDATE", [held.pk])
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '3s'")  # waiting would fail here rather than hang

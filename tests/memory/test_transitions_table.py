@@ -30,8 +30,10 @@ def _reasons(record) -> list[str]:
     return list(record.history.order_by("history_date", "history_id").values_list("history_change_reason", flat=True))
 
 
-@pytest.mark.parametrize("walk", [None, *(pytest.param(walk, marks=pytest.mark.postgresql(reason="a PostgreSQL walk"))
-                                            for walk in ("index", "blocks"))])
+@pytest.mark.parametrize(
+    "walk",
+    [None, *(pytest.param(walk, marks=pytest.mark.postgresql(reason="a PostgreSQL walk")) for walk in ("index", "blocks"))],
+)
 def test_the_expire_job_moves_what_the_table_says_to_where_it_says(write, monkeypatch, walk):
     """Bulk expiry (chunked on SQLite, one statement per batch along either PostgreSQL walk)."""
     active, quarantined = write(ttl_seconds=60), write(ttl_seconds=60, **UNTRUSTED)
@@ -48,8 +50,9 @@ def test_the_expire_job_moves_what_the_table_says_to_where_it_says(write, monkey
 def test_forgetting_a_subject_moves_what_the_table_says_to_where_it_says(credential, write, reviewer_actor, monkeypatch):
     """Bulk forget, the subject's records and their lineage (in place on PostgreSQL, chunked on SQLite)."""
     kept, moved = write(subject="customer/zed"), write(subject="customer/zed")
-    summary = services.memory_write(credential=credential, data=memory_body(
-        subject="customer/other", derived_from=[str(moved.pk)], **UNTRUSTED)).record
+    summary = services.memory_write(
+        credential=credential, data=memory_body(subject="customer/other", derived_from=[str(moved.pk)], **UNTRUSTED)
+    ).record
     kept = services.memory_retire(record_id=kept.pk, expected_version=1, actor=reviewer_actor)  # now expired
     monkeypatch.setitem(TRANSITIONS, "forget", (frozenset({Status.ACTIVE, Status.QUARANTINED}), Status.REJECTED))
 
@@ -84,8 +87,9 @@ def test_a_correction_supersedes_what_the_table_says_to_where_it_says(credential
     assert _status(old) == Status.EXPIRED
 
     old = write()
-    fix = services.memory_write(credential=credential, data=memory_body(supersedes=str(old.pk), supersedes_version=1,
-                                                                       **UNTRUSTED)).record
+    fix = services.memory_write(
+        credential=credential, data=memory_body(supersedes=str(old.pk), supersedes_version=1, **UNTRUSTED)
+    ).record
     services.memory_promote(record_id=fix.pk, expected_version=1, actor=reviewer_actor)
     assert _status(old) == Status.EXPIRED
 
@@ -111,10 +115,17 @@ def test_no_service_writes_a_literal_status_onto_an_existing_record():
     offenders = []
     for path in sorted(SERVICES.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            assigned = isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets) and _literal_status(node.value)
-            updated = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update"
-                       and any(k.arg == "status" and _literal_status(k.value) for k in node.keywords))
+            assigned = (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Attribute) and t.attr == "status" for t in node.targets)
+                and _literal_status(node.value)
+            )
+            updated = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "update"
+                and any(k.arg == "status" and _literal_status(k.value) for k in node.keywords)
+            )
             if assigned or updated:
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []

@@ -44,8 +44,12 @@ def restore(path: Path) -> tuple[dict, list[str]]:
 
 def recalled(credential, query: str) -> str:
     """Everything an agent is served for the query: recall through the API, as one text."""
-    response = Client().post("/api/v1/recall/", {"query": query, "purpose": "support", "limit": 50}, content_type="application/json",
-                             HTTP_AUTHORIZATION=f"Bearer {credential.raw_token}")
+    response = Client().post(
+        "/api/v1/recall/",
+        {"query": query, "purpose": "support", "limit": 50},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {credential.raw_token}",
+    )
     assert response.status_code == 200
     return "\n".join(item["content"] for item in response.json()["items"])
 
@@ -83,7 +87,12 @@ class Reader(threading.Thread):
 
 
 def test_canary_backed_up_then_forgotten_is_never_served_after_the_restore_and_no_dump_holds_it(
-    tenant, credential, write, reviewer_actor, forget_ledger, tmp_path,
+    tenant,
+    credential,
+    write,
+    reviewer_actor,
+    forget_ledger,
+    tmp_path,
 ):
     secret, control = canary(), canary()
     write(subject="customer/erin", content=f"Erin's door code is {secret}.")
@@ -168,7 +177,12 @@ def test_a_restore_of_a_damaged_or_foreign_file_changes_nothing(tenant, write, t
 
 
 def test_restore_re_applies_only_forgets_the_backup_lacks_and_skips_tenants_it_does_not_have(
-    tenant, write, reviewer_actor, make_reviewer, forget_ledger, tmp_path,
+    tenant,
+    write,
+    reviewer_actor,
+    make_reviewer,
+    forget_ledger,
+    tmp_path,
 ):
     write(subject="customer/old", content="Forgotten before the backup.")
     write(subject="customer/new", content="Forgotten after the backup.")
@@ -188,7 +202,11 @@ def test_restore_re_applies_only_forgets_the_backup_lacks_and_skips_tenants_it_d
 
 
 def test_a_restore_of_an_older_backup_rewrites_the_re_forgotten_rows_out_of_the_table_files_at_once(
-    tenant, write, reviewer_actor, tmp_path, monkeypatch,
+    tenant,
+    write,
+    reviewer_actor,
+    tmp_path,
+    monkeypatch,
 ):
     ensure_active_index()  # its tables get copies too
     secret, who, control = canary(), canary(), canary()
@@ -202,9 +220,20 @@ def test_a_restore_of_an_older_backup_rewrites_the_re_forgotten_rows_out_of_the_
 
     # Without the rewrite that follows it, the restore's re-forget leaves the rows' old versions
     # in PostgreSQL's new table files (SQLite's secure_delete zeroed them at commit).
-    monkeypatch.setattr(backups, "_rewrite_disk_now", lambda: {
-        "run": None, "status": "not run", "requests": 0, "requests_completed": 0, "tables_verified": 0,
-        "tables_pending": 0, "errors": [], "complete": False})
+    monkeypatch.setattr(
+        backups,
+        "_rewrite_disk_now",
+        lambda: {
+            "run": None,
+            "status": "not run",
+            "requests": 0,
+            "requests_completed": 0,
+            "tables_verified": 0,
+            "tables_pending": 0,
+            "errors": [],
+            "complete": False,
+        },
+    )
     restore(tmp_path / "older.tar")
     if connection.vendor == "postgresql":
         assert bytes_on_disk(secret) > 0 and bytes_on_disk(who) > 0
@@ -234,7 +263,11 @@ def test_a_restore_of_an_older_backup_rewrites_the_re_forgotten_rows_out_of_the_
 
 
 def test_a_disk_rewrite_the_restore_could_not_finish_is_said_and_sent_to_the_workers(
-    tenant, write, reviewer_actor, tmp_path, monkeypatch,
+    tenant,
+    write,
+    reviewer_actor,
+    tmp_path,
+    monkeypatch,
 ):
     write(subject="customer/erin", content=f"Erin {canary()}.")
     backup(tmp_path / "older.tar")

@@ -53,8 +53,10 @@ def index_bytes(needle: str) -> int:
         cursor.execute("CHECKPOINT")
         cursor.execute("SHOW data_directory")
         data = cursor.fetchone()[0]
-        cursor.execute("SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                       "WHERE n.nspname = current_schema() AND c.relname LIKE 'memory\\_search\\_%%'")
+        cursor.execute(
+            "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname LIKE 'memory\\_search\\_%%'"
+        )
         paths = [f"{data}/{row[0]}" for row in cursor.fetchall() if row[0]]
     return sum(open(path, "rb").read().count(needle.encode()) for path in paths)
 
@@ -118,8 +120,12 @@ def seed(write, reviewer_actor, *, subject: str, secret: str) -> None:
     an idempotent write result, a reviewer's note, and the search index's rows, terms and stats."""
     kept = write(subject=subject, content=f"Door code is {secret}.", idempotency_key=f"key-{secret}")
     memory_confirm(record_id=kept.pk, expected_version=1, actor=reviewer_actor, note="Checked.")
-    claim = write(subject=subject, content=f"A page says {secret} too.", authority="third_party",
-                  provenance={"source_type": "web_page", "uri": "https://example.com/page"})
+    claim = write(
+        subject=subject,
+        content=f"A page says {secret} too.",
+        authority="third_party",
+        provenance={"source_type": "web_page", "uri": "https://example.com/page"},
+    )
     memory_promote(record_id=claim.pk, expected_version=1, actor=reviewer_actor, note=f"Checked the page: {secret}")
 
 
@@ -140,8 +146,13 @@ def test_the_tables_come_from_the_artifacts_and_every_search_index_not_from_stat
     base = lexical_index.storage_name
     expected = {base, f"{base}_terms", f"{base}_stats"} if connection.vendor == PG else {base, f"{base}_doc"}
     assert expected <= set(named)
-    assert {"memory_memoryrecord", "memory_historicalmemoryrecord", "memory_idempotencykey",
-            "governance_forgetrequest", "django_admin_log"} <= set(named)
+    assert {
+        "memory_memoryrecord",
+        "memory_historicalmemoryrecord",
+        "memory_idempotencykey",
+        "governance_forgetrequest",
+        "django_admin_log",
+    } <= set(named)
     for artifact in registered_artifacts():  # each artifact's own account, covers or tables()
         assert artifact_tables(artifact) <= set(named)
 
@@ -172,7 +183,10 @@ RUNS = 4
 
 
 def test_a_disk_step_right_after_the_forget_leaves_no_canary_in_any_table_or_index_file(
-    tenant, write, reviewer_actor, lexical_index,
+    tenant,
+    write,
+    reviewer_actor,
+    lexical_index,
 ):
     control = canary()
     write(subject="customer/frank", content=f"Frank's note {control}.")
@@ -185,8 +199,9 @@ def test_a_disk_step_right_after_the_forget_leaves_no_canary_in_any_table_or_ind
             assert index_bytes(secret) > 0 and index_bytes(who) > 0  # the index tables do hold copies
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_stat_force_next_flush()")  # this session's counts are reported now
-        request, filed = worker.call(functools.partial(busy_then_forget, tenant, reviewer_actor, subject,
-                                                         reset_statistics=run_number % 2 == 0))
+        request, filed = worker.call(
+            functools.partial(busy_then_forget, tenant, reviewer_actor, subject, reset_statistics=run_number % 2 == 0)
+        )
         assert time.monotonic() - filed < 1.0  # the disk step starts within a second of the forget
         started = time.monotonic()
         run = run_job("disk_rewrite", trigger="run_job")
@@ -203,8 +218,10 @@ def test_a_disk_step_right_after_the_forget_leaves_no_canary_in_any_table_or_ind
     worker.stop()
     assert bytes_on_disk(control) > 0  # the grep does see content that was not forgotten
     assert len(database_files()) > (20 if connection.vendor == PG else 0)
-    print(f"\n{RUNS} forgets, disk step right after each: 0 canary bytes left; steps took "
-          f"{', '.join(f'{d:.1f}' for d in durations)} s")
+    print(
+        f"\n{RUNS} forgets, disk step right after each: 0 canary bytes left; steps took "
+        f"{', '.join(f'{d:.1f}' for d in durations)} s"
+    )
 
 
 def test_a_forgotten_canary_leaves_the_database_files(tenant, write, reviewer_actor, lexical_index):
@@ -244,7 +261,11 @@ def test_a_forgotten_canary_leaves_the_database_files(tenant, write, reviewer_ac
 
 
 def test_a_table_left_unrewritten_keeps_the_receipt_pending_by_name_and_the_next_run_completes_it(
-    tenant, write, reviewer_actor, lexical_index, monkeypatch,
+    tenant,
+    write,
+    reviewer_actor,
+    lexical_index,
+    monkeypatch,
 ):
     secret = canary()
     seed(write, reviewer_actor, subject="customer/erin", secret=secret)
@@ -326,8 +347,12 @@ def test_the_service_keeps_answering_while_the_tables_are_rewritten(tenant, cred
         try:
             while not stop.is_set():
                 started = time.monotonic()
-                response = client.post("/api/v1/recall/", {"query": "fact customer", "purpose": "support"},
-                                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {credential.raw_token}")
+                response = client.post(
+                    "/api/v1/recall/",
+                    {"query": "fact customer", "purpose": "support"},
+                    content_type="application/json",
+                    HTTP_AUTHORIZATION=f"Bearer {credential.raw_token}",
+                )
                 latencies.append((started, time.monotonic() - started))
                 if response.status_code != 200:
                     errors.append(response.status_code)
@@ -352,7 +377,10 @@ def test_the_service_keeps_answering_while_the_tables_are_rewritten(tenant, cred
 
 
 def test_where_the_disk_cannot_be_reached_the_receipt_says_what_remains_and_stays_pending(
-    tenant, write, reviewer_actor, monkeypatch,
+    tenant,
+    write,
+    reviewer_actor,
+    monkeypatch,
 ):
     write(subject="customer/erin", content=f"Erin {canary()}")
     request = forget(tenant, reviewer_actor, "customer/erin")

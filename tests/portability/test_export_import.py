@@ -25,9 +25,32 @@ from tests.portability.conftest import notes_under, read_plain
 pytestmark = pytest.mark.django_db
 
 EVERY_FIELD = {
-    "id", "tenant", "agent", "kind", "subject", "purpose", "status", "version", "authority", "trust", "confidence",
-    "generated", "origin", "sources", "provenance", "created_at", "observed_at", "confirmed_at", "expires_at",
-    "valid_from", "valid_to", "supersedes", "superseded_by", "derived_from", "reviewed", "content_hash",
+    "id",
+    "tenant",
+    "agent",
+    "kind",
+    "subject",
+    "purpose",
+    "status",
+    "version",
+    "authority",
+    "trust",
+    "confidence",
+    "generated",
+    "origin",
+    "sources",
+    "provenance",
+    "created_at",
+    "observed_at",
+    "confirmed_at",
+    "expires_at",
+    "valid_from",
+    "valid_to",
+    "supersedes",
+    "superseded_by",
+    "derived_from",
+    "reviewed",
+    "content_hash",
 }
 
 
@@ -47,8 +70,10 @@ def import_dir(directory: Path, tenant_slug: str, agent: str = "support-bot", *a
 
 def original_ids(tenant: Tenant) -> dict[str, MemoryRecord]:
     """Imported records of a tenant by the id of the record they were exported from."""
-    return {record.source_version.split(" ", 1)[0]: record
-            for record in MemoryRecord.objects.filter(tenant=tenant, source_type=SourceType.IMPORT).prefetch_related("derived_from")}
+    return {
+        record.source_version.split(" ", 1)[0]: record
+        for record in MemoryRecord.objects.filter(tenant=tenant, source_type=SourceType.IMPORT).prefetch_related("derived_from")
+    }
 
 
 @pytest.fixture
@@ -59,12 +84,23 @@ def source_memory(tenant, write, reviewer_actor):
     b = write(content="Plan is Pro.", supersedes=str(a.pk), supersedes_version=1)
     c = write(content="Plan is Enterprise.\n\nSince *March*, with `SSO`.", supersedes=str(b.pk), supersedes_version=1)
     d = write(content="Prefers email over phone.")
-    s = write(subject="digest/acme", content="Acme: Enterprise plan, email first.", authority="agent",
-              provenance={"source_type": "agent_inference", "session_id": "s-9"}, derived_from=[str(c.pk), str(d.pk)])
-    q = write(content="Forum says refunds are automatic.", authority="third_party",
-              provenance={"source_type": "web_page", "uri": "https://forum.example/42"})
-    p = write(content="Docs say the SLA is 99.9%.", authority="third_party",
-              provenance={"source_type": "web_page", "uri": "https://docs.example/sla"})
+    s = write(
+        subject="digest/acme",
+        content="Acme: Enterprise plan, email first.",
+        authority="agent",
+        provenance={"source_type": "agent_inference", "session_id": "s-9"},
+        derived_from=[str(c.pk), str(d.pk)],
+    )
+    q = write(
+        content="Forum says refunds are automatic.",
+        authority="third_party",
+        provenance={"source_type": "web_page", "uri": "https://forum.example/42"},
+    )
+    p = write(
+        content="Docs say the SLA is 99.9%.",
+        authority="third_party",
+        provenance={"source_type": "web_page", "uri": "https://docs.example/sla"},
+    )
     memory_promote(record_id=p.pk, expected_version=1, actor=reviewer_actor, note="Checked the docs.")
     gone = write(subject="customer/erin", content="Erin's phone is 555-0100.")
     forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/erin", reason="erasure #1")
@@ -84,14 +120,23 @@ def test_export_is_plain_markdown_with_yaml_front_matter_any_parser_reads(source
         assert EVERY_FIELD <= set(meta), name
         assert body == record.content + "\n"  # the body is the content, byte for byte
         assert meta["content_hash"] == record.content_hash == content_digest(body[:-1])
-        assert (meta["status"], meta["kind"], meta["subject"], meta["authority"]) == (record.status, record.kind.name, record.subject, record.authority)
+        assert (meta["status"], meta["kind"], meta["subject"], meta["authority"]) == (
+            record.status,
+            record.kind.name,
+            record.subject,
+            record.authority,
+        )
         assert path.parent.relative_to(tmp_path / "out").as_posix() == record.subject  # browsable by subject
     s_meta = by_name["S"][1]
-    assert s_meta["generated"] is True and sorted(s_meta["derived_from"]) == sorted([str(source_memory["C"].pk), str(source_memory["D"].pk)])
+    assert s_meta["generated"] is True and sorted(s_meta["derived_from"]) == sorted(
+        [str(source_memory["C"].pk), str(source_memory["D"].pk)]
+    )
     assert by_name["A"][1]["generated"] is False and by_name["A"][1]["superseded_by"] == str(source_memory["B"].pk)
     assert by_name["C"][1]["supersedes"] == str(source_memory["B"].pk)
     assert by_name["P"][1]["reviewed"]["by"] == "rita" and by_name["P"][1]["trust"] == Trust.VERIFIED
-    assert by_name["Q"][1]["provenance"]["uri"] == "https://forum.example/42" and by_name["Q"][1]["sources"] == ["https://forum.example/42"]
+    assert by_name["Q"][1]["provenance"]["uri"] == "https://forum.example/42" and by_name["Q"][1]["sources"] == [
+        "https://forum.example/42"
+    ]
     # the forgotten record: a tombstone, no content, no subject in clear, no provenance strings
     path, meta, body = by_name["gone"]
     text = path.read_text()
@@ -118,8 +163,17 @@ def test_demo_tenant_exports_to_files_that_each_parse(tmp_path, settings):
 def test_round_trip_into_an_empty_tenant_reproduces_hashes_chains_lineage_and_counts(source_memory, tmp_path):
     export("acme", tmp_path / "out")
     counts, lines = import_dir(tmp_path / "out", "acme-copy", "support-bot", "--trusted")
-    assert counts == {"directory": str(tmp_path / "out"), "tenant": "acme-copy", "agent": "support-bot", "files": 8,
-                      "imported": 7, "already_imported": 0, "skipped": 1, "refused": 0, "error": 0}
+    assert counts == {
+        "directory": str(tmp_path / "out"),
+        "tenant": "acme-copy",
+        "agent": "support-bot",
+        "files": 8,
+        "imported": 7,
+        "already_imported": 0,
+        "skipped": 1,
+        "refused": 0,
+        "error": 0,
+    }
     assert any(line.startswith("skipped") and "_forgotten/" in line and "tombstone" in line for line in lines)
     copy = original_ids(Tenant.objects.get(slug="acme-copy"))
     new = {name: copy[str(record.pk)] for name, record in source_memory.items() if name != "gone"}
@@ -127,7 +181,11 @@ def test_round_trip_into_an_empty_tenant_reproduces_hashes_chains_lineage_and_co
     for name, record in new.items():
         assert record.content_hash == originals[name].content_hash and record.content == originals[name].content
         assert (record.kind_id, record.subject, record.purpose, record.authority) == (
-            originals[name].kind_id, originals[name].subject, originals[name].purpose, originals[name].authority)
+            originals[name].kind_id,
+            originals[name].subject,
+            originals[name].purpose,
+            originals[name].authority,
+        )
         assert record.source_version.startswith(f"{originals[name].pk} {originals[name].source_type}")
     # supersession chain A <- B <- C and lineage S <- {C, D}, with the same statuses
     assert (new["B"].supersedes_id, new["C"].supersedes_id) == (new["A"].pk, new["B"].pk)
@@ -165,8 +223,17 @@ def test_a_token_may_import_only_as_its_own_agent_and_purposes(source_memory, tm
     export("acme", tmp_path / "out")
     other = make_credential(source_memory["A"].tenant, agent_slug="billing-bot", purposes=("billing",))
     with pytest.raises(CommandError, match="not a usable token"):
-        call_command("import_memories", str(tmp_path / "out"), "--tenant", "acme", "--agent", "support-bot",
-                     "--token", other.raw_token, stdout=io.StringIO())
+        call_command(
+            "import_memories",
+            str(tmp_path / "out"),
+            "--tenant",
+            "acme",
+            "--agent",
+            "support-bot",
+            "--token",
+            other.raw_token,
+            stdout=io.StringIO(),
+        )
     counts, lines = import_dir(tmp_path / "out", "acme", "billing-bot", "--token", other.raw_token)
     assert counts["imported"] == 0 and counts["error"] == 7
     errors = [line for line in lines if line.startswith("error")]
@@ -187,9 +254,16 @@ def test_a_subject_forgotten_here_is_refused_on_import(tenant, write, reviewer_a
 
 def hand_note(i: int, **meta) -> bytes:
     """A note as another tool (or a person) would write it: no content hash, no times."""
-    fields = {"id": str(uuid.uuid4()), "kind": "preference", "subject": f"customer/c{i % 50}", "purpose": "support",
-              "authority": "user", "confidence": 0.8,
-              "provenance": {"source_type": "user_turn", "session_id": f"s-{i}", "turn_id": str(i)}, **meta}
+    fields = {
+        "id": str(uuid.uuid4()),
+        "kind": "preference",
+        "subject": f"customer/c{i % 50}",
+        "purpose": "support",
+        "authority": "user",
+        "confidence": 0.8,
+        "provenance": {"source_type": "user_turn", "session_id": f"s-{i}", "turn_id": str(i)},
+        **meta,
+    }
     return ("---\n" + yaml.safe_dump(fields, sort_keys=False) + "---\n" + f"Note number {i} of the bulk import.\n").encode()
 
 
@@ -216,8 +290,9 @@ def test_many_notes_import_once_and_ten_malformed_are_reported_one_by_one(tenant
     bad["unknown-kind.md"] = hand_note(2001, kind="gossip")
     bad["confidence.md"] = hand_note(2002, confidence=7)
     bad["edited.md"] = hand_note(2003, content_hash=content_digest("something else"))
-    bad["orphan-summary.md"] = hand_note(2004, authority="agent", derived_from=[str(uuid.uuid4())],
-                                          provenance={"source_type": "agent_inference"})
+    bad["orphan-summary.md"] = hand_note(
+        2004, authority="agent", derived_from=[str(uuid.uuid4())], provenance={"source_type": "agent_inference"}
+    )
     for name, data in bad.items():
         (root / "bad" / name).parent.mkdir(exist_ok=True)
         (root / "bad" / name).write_bytes(data)
@@ -231,9 +306,15 @@ def test_many_notes_import_once_and_ten_malformed_are_reported_one_by_one(tenant
     errors = {line.split()[1].rstrip(":"): line for line in lines if line.startswith("error")}
     assert set(errors) == {f"bad/{name}" for name in bad}
     expected_reason = {
-        "no-front-matter.md": "No YAML front matter", "unclosed.md": "not closed", "bad-yaml.md": "not valid YAML",
-        "list.md": "not a YAML mapping", "no-id.md": "needs the record's id", "latin1.md": "Not UTF-8",
-        "unknown-kind.md": "kind: Unknown kind", "confidence.md": "confidence:", "edited.md": "does not match content_hash",
+        "no-front-matter.md": "No YAML front matter",
+        "unclosed.md": "not closed",
+        "bad-yaml.md": "not valid YAML",
+        "list.md": "not a YAML mapping",
+        "no-id.md": "needs the record's id",
+        "latin1.md": "Not UTF-8",
+        "unknown-kind.md": "kind: Unknown kind",
+        "confidence.md": "confidence:",
+        "edited.md": "does not match content_hash",
         "orphan-summary.md": "not imported",
     }
     for name, reason in expected_reason.items():

@@ -17,13 +17,21 @@ from memory.models import MemoryRecord
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # Screenshots of what a reviewer sees, for a person to look at after a run.
 SCREENSHOT_DIR = Path(os.environ.get("TEST_OUTPUT_DIR", settings.VAR_DIR / "test-output")) / "screenshots"
 
-WEB_CLAIM = {"authority": "third_party", "provenance": {"source_type": "web_page", "uri": "https://forum.example/thread/42",
-                                                         "session_id": "s-web", "turn_id": "7"}}
+WEB_CLAIM = {
+    "authority": "third_party",
+    "provenance": {"source_type": "web_page", "uri": "https://forum.example/thread/42", "session_id": "s-web", "turn_id": "7"},
+}
 
 
 @pytest.fixture
@@ -50,8 +58,9 @@ def drifting(write):
         assert record.status == "active"
         then = timezone.now() - timedelta(days=days)
         used = timezone.now() - timedelta(days=last_used_days) if last_used_days is not None else None
-        MemoryRecord.objects.filter(pk=record.pk).update(created_at=then, confirmed_at=then, status_changed_at=then,
-                                                         last_used_at=used)
+        MemoryRecord.objects.filter(pk=record.pk).update(
+            created_at=then, confirmed_at=then, status_changed_at=then, last_used_at=used
+        )
         record.refresh_from_db()
         return record
 
@@ -65,6 +74,7 @@ def reviewer_client(client, reviewer):
 
 
 # --- browser -------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def browser():

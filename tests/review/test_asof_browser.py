@@ -24,15 +24,17 @@ def past_second():
 
 
 def test_reviewer_sees_what_recall_returned_then_and_the_state_of_a_memory_then(
-        page, login, screenshot, reviewer, reviewer_actor, credential, write, tenant):
+    page, login, screenshot, reviewer, reviewer_actor, credential, write, tenant
+):
     old = write(content="Acme invoices are sent by fax.")
     other = write(content="Acme invoices need a PO number.")
     gone = write(content="Dana's invoices go to her home address.", subject="customer/dana")
     then = [item.record.pk for item in recall(credential=credential, q=RecallQuery(query="invoices", purpose="support")).items]
     assert set(then) == {old.pk, other.pk, gone.pk}
     moment = past_second()
-    correction = memory_supersede(record_id=old.pk, expected_version=1, actor=reviewer_actor,
-                                  content="Acme invoices are sent by email.")
+    correction = memory_supersede(
+        record_id=old.pk, expected_version=1, actor=reviewer_actor, content="Acme invoices are sent by email."
+    )
     memory_forget_subject(tenant_id=tenant.pk, subject="customer/dana", actor=reviewer_actor)
 
     login(reviewer)

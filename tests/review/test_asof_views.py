@@ -45,10 +45,12 @@ def test_the_memory_page_shows_the_state_at_a_moment(reviewer_client, write, rev
 def test_bad_or_early_moments_are_messages_in_the_form(reviewer_client, write):
     before = moment_after_writes()
     record = write()
-    for value, expected in (("not a time", "Enter a date and time"),
-                            (stamp(timezone.now() + timedelta(days=2)), "future"),
-                            (stamp(before), "did not exist yet"),
-                            ("0001-01-01T00:00:00", "Must lie between")):
+    for value, expected in (
+        ("not a time", "Enter a date and time"),
+        (stamp(timezone.now() + timedelta(days=2)), "future"),
+        (stamp(before), "did not exist yet"),
+        ("0001-01-01T00:00:00", "Must lie between"),
+    ):
         page = reviewer_client.get(f"/review/memories/{record.pk}/", {"as_of": value})
         assert page.status_code == 200
         assert expected in page.content.decode(), value
@@ -68,16 +70,21 @@ def test_forgotten_content_never_shows_on_the_memory_page_for_any_moment(reviewe
 
 
 def test_recall_as_of_page_shows_what_recall_returned_then(reviewer_client, write, credential, reviewer_actor):
-    records = [write(content=text) for text in ("Acme wants invoices by email.", "Acme invoices go to finance.",
-                                                  "Acme likes short answers.")]
-    then = [item.record.pk for item in recall(credential=credential, q=RecallQuery(query="acme invoices", purpose="support",
-                                                                                     limit=20)).items]
+    records = [
+        write(content=text)
+        for text in ("Acme wants invoices by email.", "Acme invoices go to finance.", "Acme likes short answers.")
+    ]
+    then = [
+        item.record.pk
+        for item in recall(credential=credential, q=RecallQuery(query="acme invoices", purpose="support", limit=20)).items
+    ]
     moment = moment_after_writes()
     memory_retire(record_id=records[0].pk, expected_version=1, actor=reviewer_actor)
     write(content="Acme invoices are due in 30 days.")
     agent = credential.agent
-    page = reviewer_client.get(URL, {"query": "acme invoices", "agent": agent.pk, "purpose": "support",
-                                     "as_of": stamp(moment), "subject": ""})
+    page = reviewer_client.get(
+        URL, {"query": "acme invoices", "agent": agent.pk, "purpose": "support", "as_of": stamp(moment), "subject": ""}
+    )
     assert page.status_code == 200
     reconstructed = page.context["reconstructed"]
     assert [item.record.pk for item in reconstructed.result.items] == then
@@ -103,8 +110,7 @@ def test_recall_as_of_page_reports_bad_input_in_the_form(reviewer_client, creden
         assert 'role="alert"' in page.content.decode()
 
 
-def test_recall_as_of_page_is_in_the_nav_and_its_queries_do_not_grow_with_the_records(
-        reviewer_client, write, credential):
+def test_recall_as_of_page_is_in_the_nav_and_its_queries_do_not_grow_with_the_records(reviewer_client, write, credential):
     assert 'href="/review/recall-as-of/"' in reviewer_client.get("/review/").content.decode()
 
     def count(n):
@@ -112,8 +118,9 @@ def test_recall_as_of_page_is_in_the_nav_and_its_queries_do_not_grow_with_the_re
             write(content=f"Acme invoice note {i}.")
         moment = moment_after_writes()
         with CaptureQueriesContext(connection) as ctx:
-            page = reviewer_client.get(URL, {"query": "acme invoice", "agent": credential.agent.pk, "purpose": "support",
-                                             "as_of": stamp(moment)})
+            page = reviewer_client.get(
+                URL, {"query": "acme invoice", "agent": credential.agent.pk, "purpose": "support", "as_of": stamp(moment)}
+            )
             assert page.status_code == 200 and page.context["reconstructed"].result.items
         return len(ctx)
 

@@ -34,7 +34,9 @@ def card(page, record):
     return page.locator(f'[data-record="{record.pk}"]')
 
 
-def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(page, login, screenshot, reviewer, credential, quarantined):
+def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(
+    page, login, screenshot, reviewer, credential, quarantined
+):
     record = quarantined(content="Refund window for Acme is 45 days.", provenance={"tool": "web_fetch"})
     other = quarantined(content="Acme's CEO approves every refund.")
     assert record.pk not in recalled_ids(credential, "refund window")
@@ -43,8 +45,14 @@ def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(page, l
     nav_link(page, "Quarantine").click()
     row = card(page, record)
     expect(row).to_contain_text("Refund window for Acme is 45 days.")
-    for provenance in ("web_page", "https://forum.example/thread/42", "s-web / 7", "web_fetch", "third_party",
-                       "not said by the user or the operator"):
+    for provenance in (
+        "web_page",
+        "https://forum.example/thread/42",
+        "s-web / 7",
+        "web_fetch",
+        "third_party",
+        "not said by the user or the operator",
+    ):
         expect(row).to_contain_text(provenance)
     screenshot("quarantine-queue")
 
@@ -57,8 +65,11 @@ def test_reviewer_approves_a_quarantined_memory_and_the_agent_recalls_it(page, l
     record.refresh_from_db()
     assert (record.status, record.trust, record.reviewed_by) == (Status.ACTIVE, Trust.VERIFIED, reviewer)
     row = record.history.order_by("-history_date", "-history_id").first()
-    assert (row.history_change_reason, row.history_user, row.history_note) == ("review.promote", reviewer,
-                                                                              "matches the published policy")
+    assert (row.history_change_reason, row.history_user, row.history_note) == (
+        "review.promote",
+        reviewer,
+        "matches the published policy",
+    )
     assert record.pk in recalled_ids(credential, "refund window")
 
     page.locator(".account > summary").click()  # the account menu, with "Log out"
@@ -114,8 +125,9 @@ def test_supersede_from_the_drift_queue(page, login, reviewer, drifting):
     assert record.successors.get().content == "Deploys need two approvals."
 
 
-def test_stale_rows_show_the_conflict_instead_of_applying(page, login, screenshot, reviewer, tenant, make_reviewer,
-                                                          credential, quarantined, drifting):
+def test_stale_rows_show_the_conflict_instead_of_applying(
+    page, login, screenshot, reviewer, tenant, make_reviewer, credential, quarantined, drifting
+):
     waiting = quarantined(content="Acme prefers invoices by post.")
     overdue = drifting(days=200, content="Acme's office is in Berlin.")
     login(reviewer)
@@ -173,7 +185,9 @@ def test_keyboard_decisions_have_visible_focus_and_enter_in_a_note_decides_nothi
     record.refresh_from_db()
     assert record.status == Status.QUARANTINED
     page.keyboard.press("Tab")
-    focused = page.evaluate("() => [document.activeElement.textContent.trim(), getComputedStyle(document.activeElement).outlineStyle]")
+    focused = page.evaluate(
+        "() => [document.activeElement.textContent.trim(), getComputedStyle(document.activeElement).outlineStyle]"
+    )
     assert focused == ["Approve", "solid"]
     page.keyboard.press("Enter")
     expect(page.locator(".message-success")).to_contain_text("approved")

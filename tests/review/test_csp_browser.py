@@ -34,8 +34,20 @@ def test_the_reviewer_pages_run_under_the_policy(page, login, violations, review
     record = quarantined(content="Refund window for Acme is 45 days.")
     visit(page, "/accounts/login/")
     login(reviewer)
-    for name in ("home", "quarantine", "drift", "proposals", "forget_list", "forget_new", "revocation_list",
-                 "revocation_new", "golden", "recall_asof", "dashboard", "notifications"):
+    for name in (
+        "home",
+        "quarantine",
+        "drift",
+        "proposals",
+        "forget_list",
+        "forget_new",
+        "revocation_list",
+        "revocation_new",
+        "golden",
+        "recall_asof",
+        "dashboard",
+        "notifications",
+    ):
         visit(page, reverse(f"review:{name}"))
     visit(page, reverse("review:memory_detail", args=[record.pk]))
     visit(page, reverse("password_change"))
@@ -57,8 +69,13 @@ def test_the_admin_and_the_api_docs_run_under_the_policy(page, violations, write
     page.get_by_label("Password").fill("admin-pass-123")
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/admin/")
-    for path in ("/admin/", "/admin/memory/memoryrecord/", f"/admin/memory/memoryrecord/{record.pk}/change/",
-                 f"/admin/memory/memoryrecord/{record.pk}/history/", "/admin/axes/accessattempt/"):
+    for path in (
+        "/admin/",
+        "/admin/memory/memoryrecord/",
+        f"/admin/memory/memoryrecord/{record.pk}/change/",
+        f"/admin/memory/memoryrecord/{record.pk}/history/",
+        "/admin/axes/accessattempt/",
+    ):
         visit(page, path)
 
     # django-celery-beat's crontab help, moved from its inline script to a static file, still works.

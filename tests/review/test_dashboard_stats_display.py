@@ -40,26 +40,40 @@ def test_axis_ticks_are_nice_even_exact_and_cover_the_data(largest, whole):
 
 def test_counts_chart_labels_today_and_keeps_every_legend_entry():
     days = [f"11-{d:02d}" for d in range(2, 31)] + ["12-01"]
-    svg = grouped_bars(days, [Series("writes", [0] * 29 + [5]), Series("quarantined at write", [0] * 29 + [3])],
-                       title="t", label_every=5, whole=True)
+    svg = grouped_bars(
+        days,
+        [Series("writes", [0] * 29 + [5]), Series("quarantined at write", [0] * 29 + [3])],
+        title="t",
+        label_every=5,
+        whole=True,
+    )
     x_labels = re.findall(r'text-anchor="middle" font-size="11">([^<]+)<', svg)
     assert x_labels[-1] == "12-01" and len(x_labels) == 6
     ages = ["< 7 d", "7–30 d", "30–90 d", "90–180 d", "180–365 d", "> 1 y"]
     svg = stacked_bars(["semantic"], [Series(name, [1]) for name in ages], title="t", width=720)
     width = int(re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).group(1))
     for name in ages:
-        x = float(re.search(rf'<text x="([\d.]+)"[^>]*>{re.escape(name).replace("<", "&lt;").replace(">", "&gt;")}</text>', svg).group(1))
+        x = float(
+            re.search(rf'<text x="([\d.]+)"[^>]*>{re.escape(name).replace("<", "&lt;").replace(">", "&gt;")}</text>', svg).group(
+                1
+            )
+        )
         assert x + 7 * len(name) <= width, name  # inside the picture, not cut off at its right edge
 
 
 def rects(svg: str) -> list[tuple[float, float]]:
     """(x, width) of each bar (the legend's squares have no title)."""
-    return [(float(x), float(w)) for x, w in
-            re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="[\d.]+" fill="#\w+"><title>', svg)]
+    return [
+        (float(x), float(w))
+        for x, w in re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="[\d.]+" fill="#\w+"><title>', svg)
+    ]
 
 
 def x_labels(svg: str) -> list[tuple[float, str]]:
-    return [(float(x), label) for x, label in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" font-size="11">([^<]+)<', svg)]
+    return [
+        (float(x), label)
+        for x, label in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" font-size="11">([^<]+)<', svg)
+    ]
 
 
 def test_one_day_of_bars_is_a_narrow_pair_centred_on_its_label():
@@ -100,8 +114,10 @@ def test_lag_days_are_labelled_once_each_and_thinned_to_fit():
 def test_labels_that_would_touch_on_a_narrow_chart_alternate_between_two_rows():
     kinds = ["episodic", "preference", "procedural", "semantic", "working_note"]
     series = [Series("< 7 d", [1] * 5)]
+
     def ys(svg):
         return [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="middle" font-size="11">', svg)]
+
     wide = ys(stacked_bars(kinds, series, title="t", width=720))
     assert len(set(wide)) == 1  # room enough: one row
     narrow_svg = stacked_bars(kinds, series, title="t", width=360)
@@ -113,11 +129,17 @@ def test_labels_that_would_touch_on_a_narrow_chart_alternate_between_two_rows():
     assert legend_y + 12 <= height
 
 
-@pytest.mark.parametrize("value, text", [
-    (timedelta(days=95, minutes=1), "95 d"), (timedelta(days=3, hours=4, minutes=5), "3 d 4 h"),
-    (timedelta(hours=2), "2 h"), (timedelta(minutes=12, seconds=40), "12 min"), (timedelta(seconds=4.24), "4.2 s"),
-    (None, "—"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (timedelta(days=95, minutes=1), "95 d"),
+        (timedelta(days=3, hours=4, minutes=5), "3 d 4 h"),
+        (timedelta(hours=2), "2 h"),
+        (timedelta(minutes=12, seconds=40), "12 min"),
+        (timedelta(seconds=4.24), "4.2 s"),
+        (None, "—"),
+    ],
+)
 def test_durations_use_adjacent_units(value, text):
     assert _duration(value) == text
 
@@ -127,11 +149,13 @@ def test_lag_percentiles_leave_out_requests_older_than_90_days(tenant, reviewer_
     cache.clear()
     now = timezone.now()
     for age_days, lag in ((100, 1000), (100, 2000), (10, 2), (5, 4), (1, 6)):
-        request = ForgetRequest.objects.create(tenant=tenant, subject="s", requested_by="test",
-                                               status=ForgetRequest.Status.COMPLETED)
+        request = ForgetRequest.objects.create(
+            tenant=tenant, subject="s", requested_by="test", status=ForgetRequest.Status.COMPLETED
+        )
         requested = now - timedelta(days=age_days)
-        ForgetRequest.objects.filter(pk=request.pk).update(requested_at=requested,
-                                                           completed_at=requested + timedelta(seconds=lag))
+        ForgetRequest.objects.filter(pk=request.pk).update(
+            requested_at=requested, completed_at=requested + timedelta(seconds=lag)
+        )
     data = build_dashboard(reviewer_actor, now=now)
     assert data.propagation_lag_p50 == timedelta(seconds=4)
     assert [lag for _, lag in data.propagation_lags] == [2, 4, 6]

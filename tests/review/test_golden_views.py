@@ -28,17 +28,29 @@ def run_url() -> str:
 @pytest.fixture
 def question(tenant, credential, write, reviewer_actor):
     record = write(content="The billing contact is the finance team.", subject="customer/acme")
-    return golden_question_create(actor=reviewer_actor, tenant=tenant, agent=credential.agent, purpose="support",
-                                  question="who is the billing contact", expected=[record.pk], k=3)
+    return golden_question_create(
+        actor=reviewer_actor,
+        tenant=tenant,
+        agent=credential.agent,
+        purpose="support",
+        question="who is the billing contact",
+        expected=[record.pk],
+        k=3,
+    )
 
 
 @pytest.fixture
 def foreign_question(other_tenant, make_credential, write, make_reviewer):
     credential = make_credential(other_tenant)
     record = write(credential_=credential, content="Globex wants invoices in EUR.", subject="customer/globex")
-    return golden_question_create(actor=Actor.for_user(make_reviewer(other_tenant, username="gina")), tenant=other_tenant,
-                                  agent=credential.agent, purpose="support", question="which currency for globex invoices",
-                                  expected=[record.pk])
+    return golden_question_create(
+        actor=Actor.for_user(make_reviewer(other_tenant, username="gina")),
+        tenant=other_tenant,
+        agent=credential.agent,
+        purpose="support",
+        question="which currency for globex invoices",
+        expected=[record.pk],
+    )
 
 
 def test_anonymous_user_is_sent_to_login(client):
@@ -118,7 +130,13 @@ def test_the_page_does_not_query_per_question(reviewer_client, tenant, credentia
     few = _page_queries(reviewer_client)
     for n in range(5):
         record = write(content=f"Fact number {n} about invoices.", subject="customer/acme")
-        golden_question_create(actor=reviewer_actor, tenant=tenant, agent=credential.agent, purpose="support",
-                               question=f"fact {n}", expected=[record.pk])
+        golden_question_create(
+            actor=reviewer_actor,
+            tenant=tenant,
+            agent=credential.agent,
+            purpose="support",
+            question=f"fact {n}",
+            expected=[record.pk],
+        )
     run_golden_sets(tenants=[tenant])
     assert _page_queries(reviewer_client) == few

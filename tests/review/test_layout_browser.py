@@ -39,25 +39,38 @@ def scene(tenant, credential, write, reviewer_actor, quarantined, drifting):
     cache.clear()  # the dashboard keeps its numbers for a minute
     waiting = quarantined(content="Acme's CEO approves every refund.")
     drifting(days=200, content="Deploys go through staging and need one approval.")
-    approved = write(content="Acme's refund window is 45 days.", kind="semantic",
-                     provenance={**WEB["provenance"], "session_id": None, "turn_id": "6"},
-                     authority=WEB["authority"])
+    approved = write(
+        content="Acme's refund window is 45 days.",
+        kind="semantic",
+        provenance={**WEB["provenance"], "session_id": None, "turn_id": "6"},
+        authority=WEB["authority"],
+    )
     memory_promote(record_id=approved.pk, expected_version=1, actor=reviewer_actor, note="matches the policy page")
-    golden_question_create(actor=reviewer_actor, tenant=tenant, agent=credential.agent, purpose="support",
-                           question="how long is the refund window", expected=[approved.pk], k=3)
+    golden_question_create(
+        actor=reviewer_actor,
+        tenant=tenant,
+        agent=credential.agent,
+        purpose="support",
+        question="how long is the refund window",
+        expected=[approved.pk],
+        k=3,
+    )
     run_job("golden_recall", trigger="run_job")  # as bin/run does at start
     run_job("expire", trigger="run_job")
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     proposal_accept(proposal_id=proposal.pk, actor=reviewer_actor)
     proposal_rollback(proposal_id=proposal.pk, actor=reviewer_actor)
-    forget = ForgetRequest.objects.create(tenant=tenant, subject="customer/gone", requested_by="test",
-                                          status=ForgetRequest.Status.COMPLETED)
+    forget = ForgetRequest.objects.create(
+        tenant=tenant, subject="customer/gone", requested_by="test", status=ForgetRequest.Status.COMPLETED
+    )
     requested = timezone.now() - timedelta(hours=1)
-    ForgetRequest.objects.filter(pk=forget.pk).update(requested_at=requested,
-                                                      completed_at=requested + timedelta(seconds=0.4))
+    ForgetRequest.objects.filter(pk=forget.pk).update(requested_at=requested, completed_at=requested + timedelta(seconds=0.4))
     write(content="Read on a forum: Acme ships on Sundays.", provenance={"session_id": "s-poisoned"})
-    revocation_create(actor=reviewer_actor, reason="the session read a compromised page",
-                      source=resolve_source(actor=reviewer_actor, tenant=tenant, session_id="s-poisoned"))
+    revocation_create(
+        actor=reviewer_actor,
+        reason="the session read a compromised page",
+        source=resolve_source(actor=reviewer_actor, tenant=tenant, session_id="s-poisoned"),
+    )
     return {"waiting": waiting, "approved": MemoryRecord.objects.get(pk=approved.pk)}
 
 
@@ -136,7 +149,9 @@ def test_every_page_fits_the_width_and_says_what_it_should(page, login, reviewer
     expect(page.locator(".tile").filter(has_text="Dedup regret rate")).to_contain_text("1 of 1 accepted proposal rolled back")
     lag = page.get_by_role("img", name="Forget propagation lag per request (last 90 days)")
     expect(lag.locator(".axis-title")).to_have_text(["lag", "requests, oldest first, by the day requested"])
-    expect(lag.locator("text[text-anchor=middle]", has_text=(timezone.now() - timedelta(hours=1)).strftime("%m-%d"))).to_have_count(1)
+    expect(
+        lag.locator("text[text-anchor=middle]", has_text=(timezone.now() - timedelta(hours=1)).strftime("%m-%d"))
+    ).to_have_count(1)
     golden_chart = page.get_by_role("img", name="Golden recall on the active index per day (last 90 days)")
     widths = golden_chart.locator("rect:has(title)").evaluate_all("bars => bars.map(b => b.getBBox().width)")
     assert len(widths) == 2 and max(widths) <= 28  # one day: a narrow pair, not two full-width bars

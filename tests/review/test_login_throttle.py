@@ -107,8 +107,12 @@ def test_behind_a_proxy_the_address_is_the_one_the_proxy_appended(client, review
     behind = attempt(client, reviewer.username, reviewer.raw_password, address="10.9.9.9", HTTP_X_FORWARDED_FOR="203.0.113.7")
     assert behind.status_code == 429
     # Another client behind the same proxy (same REMOTE_ADDR) is not locked out.
-    assert attempt(client, reviewer.username, reviewer.raw_password, address="10.9.9.9",
-                   HTTP_X_FORWARDED_FOR="198.51.100.4").status_code == 302
+    assert (
+        attempt(
+            client, reviewer.username, reviewer.raw_password, address="10.9.9.9", HTTP_X_FORWARDED_FOR="198.51.100.4"
+        ).status_code
+        == 302
+    )
 
 
 def test_a_login_without_a_request_skips_the_throttle_but_still_checks_the_password(client, reviewer):

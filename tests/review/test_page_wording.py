@@ -30,13 +30,17 @@ def agents_in(tenant):
 
 # --- times in, as the pages print them ------------------------------------------------------------
 
-@pytest.mark.parametrize("typed, meant", [
-    ("2026-11-03 14:30:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
-    ("2026-11-03 14:30:00 UTC", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),  # copied from a page
-    ("  2026-11-03 14:30 utc ", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
-    ("2026-11-03T14:30:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
-    ("2026-11-03T15:30:00+01:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),  # its own zone
-])
+
+@pytest.mark.parametrize(
+    "typed, meant",
+    [
+        ("2026-11-03 14:30:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
+        ("2026-11-03 14:30:00 UTC", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),  # copied from a page
+        ("  2026-11-03 14:30 utc ", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
+        ("2026-11-03T14:30:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),
+        ("2026-11-03T15:30:00+01:00", datetime(2026, 11, 3, 14, 30, tzinfo=UTC)),  # its own zone
+    ],
+)
 def test_a_moment_is_read_as_the_pages_print_it_in_utc(typed, meant):
     form = StateAtForm({"as_of": typed})
     assert form.is_valid(), form.errors
@@ -52,8 +56,9 @@ def test_a_moment_in_another_format_is_an_error_that_shows_the_format(typed):
 
 def test_the_time_boxes_are_text_in_the_pages_format_and_say_utc(reviewer_client, write):
     record = write()
-    html = reviewer_client.get(reverse("review:memory_detail", args=[record.pk]),
-                               {"as_of": "2099-01-01 00:00:00 UTC"}).content.decode()
+    html = reviewer_client.get(
+        reverse("review:memory_detail", args=[record.pk]), {"as_of": "2099-01-01 00:00:00 UTC"}
+    ).content.decode()
     box = re.search(r'<input[^>]*name="as_of"[^>]*>', html).group(0)
     assert 'type="text"' in box and 'placeholder="YYYY-MM-DD HH:MM:SS"' in box
     assert "UTC, e.g. 2026-11-03 14:30:00." in html
@@ -66,17 +71,26 @@ def test_a_result_links_to_the_memory_at_that_moment_in_the_pages_format(reviewe
     moment = (timezone.now() + timedelta(seconds=1)).replace(microsecond=0)
     while timezone.now() < moment:
         pass
-    page = reviewer_client.get(reverse("review:recall_asof"), {
-        "query": "invoices", "agent": credential.agent.pk, "purpose": "support",
-        "as_of": moment.strftime("%Y-%m-%d %H:%M:%S UTC")})
+    page = reviewer_client.get(
+        reverse("review:recall_asof"),
+        {
+            "query": "invoices",
+            "agent": credential.agent.pk,
+            "purpose": "support",
+            "as_of": moment.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        },
+    )
     assert page.context["reconstructed"].result.items
-    link = f'{reverse("review:memory_detail", args=[record.pk])}?as_of={moment:%Y-%m-%d}%20{moment:%H}%3A{moment:%M}%3A{moment:%S}'
+    link = (
+        f"{reverse('review:memory_detail', args=[record.pk])}?as_of={moment:%Y-%m-%d}%20{moment:%H}%3A{moment:%M}%3A{moment:%S}"
+    )
     assert link in page.content.decode()
     detail = reviewer_client.get(link).content.decode()
     assert f'value="{moment:%Y-%m-%d %H:%M:%S}"' in detail  # the box shows the time as the page prints it
 
 
 # --- the agent list -------------------------------------------------------------------------------
+
 
 def test_one_agent_is_preselected_without_an_empty_choice(tenant, credential):
     html = str(RecallAsOfForm(agents=agents_in(tenant))["agent"])
@@ -88,8 +102,7 @@ def test_several_agents_start_with_a_prompt_to_choose(tenant, credential, make_c
     make_credential(tenant, agent_slug="billing-bot")
     html = str(RecallAsOfForm(agents=agents_in(tenant))["agent"])
     assert "---------" not in html
-    assert re.findall(r"<option[^>]*>([^<]+)</option>", html) == ["Choose an agent", "acme / billing-bot",
-                                                                  "acme / support-bot"]
+    assert re.findall(r"<option[^>]*>([^<]+)</option>", html) == ["Choose an agent", "acme / billing-bot", "acme / support-bot"]
 
 
 # --- the memory page ------------------------------------------------------------------------------
@@ -107,7 +120,7 @@ def test_why_quarantined_shows_while_quarantined_then_only_in_the_history(review
     memory_promote(record_id=record.pk, expected_version=1, actor=reviewer_actor, note="checked")
     html = reviewer_client.get(url).content.decode()
     assert "Why quarantined" not in html
-    history = html[html.index('id="history-title"'):]
+    history = html[html.index('id="history-title"') :]
     row = re.search(r"<tr>.*?write\.quarantined.*?</tr>", history, re.DOTALL).group(0)
     assert "Quarantined because:" in row and record.quarantine_reason.replace("'", "&#x27;") in row
     assert history.count("Quarantined because:") == 1  # not on the approval's row
@@ -122,32 +135,46 @@ def test_a_change_that_reads_the_same_is_not_listed(reviewer_client, write, revi
     type(first).objects.filter(history_id=first.history_id).update(confirmed_at=same_second)
     type(second).objects.filter(history_id=second.history_id).update(confirmed_at=same_second + timedelta(microseconds=5))
     html = reviewer_client.get(reverse("review:memory_detail", args=[record.pk])).content.decode()
-    history = html[html.index('id="history-title"'):]
+    history = html[html.index('id="history-title"') :]
     assert "<strong>confirmed_at</strong>" not in history
     assert "<strong>version</strong>: 1 → 2" in history  # the real changes of that row are still there
 
 
-@pytest.mark.parametrize("session, turn, shown, not_shown", [
-    ("s-9", "6", "<dt>Session / turn</dt><dd>s-9 / 6</dd>", "given)"),
-    ("", "6", '<dt>Turn</dt><dd>6 <span class="muted">(no session given)</span></dd>', "/ 6"),
-    ("s-9", "", '<dt>Session</dt><dd>s-9 <span class="muted">(no turn given)</span></dd>', "s-9 /"),
-    ("", "", '<dt>Session / turn</dt><dd><span class="muted">not given</span></dd>', "— / —"),
-])
+@pytest.mark.parametrize(
+    "session, turn, shown, not_shown",
+    [
+        ("s-9", "6", "<dt>Session / turn</dt><dd>s-9 / 6</dd>", "given)"),
+        ("", "6", '<dt>Turn</dt><dd>6 <span class="muted">(no session given)</span></dd>', "/ 6"),
+        ("s-9", "", '<dt>Session</dt><dd>s-9 <span class="muted">(no turn given)</span></dd>', "s-9 /"),
+        ("", "", '<dt>Session / turn</dt><dd><span class="muted">not given</span></dd>', "— / —"),
+    ],
+)
 def test_session_and_turn_read_sensibly_when_one_is_missing(reviewer_client, write, session, turn, shown, not_shown):
     record = write(provenance={"session_id": session or None, "turn_id": turn or None})
     html = reviewer_client.get(reverse("review:memory_detail", args=[record.pk])).content.decode()
-    facts = html[html.index('id="claim-title"'):html.index('id="time-title"')]
+    facts = html[html.index('id="claim-title"') : html.index('id="time-title"')]
     assert shown in facts and not_shown not in facts
 
 
 # --- how a run was started ------------------------------------------------------------------------
 
+
 @pytest.fixture
 def question(tenant, credential, write, reviewer_actor):
-    record = write(content="The billing contact is the finance team at finance@acme.example, reachable on weekdays.",
-                   kind="semantic", subject="customer/acme")
-    return golden_question_create(actor=reviewer_actor, tenant=tenant, agent=credential.agent, purpose="support",
-                                  question="who is the billing contact", expected=[record.pk], k=3)
+    record = write(
+        content="The billing contact is the finance team at finance@acme.example, reachable on weekdays.",
+        kind="semantic",
+        subject="customer/acme",
+    )
+    return golden_question_create(
+        actor=reviewer_actor,
+        tenant=tenant,
+        agent=credential.agent,
+        purpose="support",
+        question="who is the billing contact",
+        expected=[record.pk],
+        k=3,
+    )
 
 
 def test_a_run_started_by_command_reads_the_same_on_home_and_golden_without_stray_spaces(reviewer_client, question):
@@ -160,7 +187,7 @@ def test_a_run_started_by_command_reads_the_same_on_home_and_golden_without_stra
     latest = re.search(r"Latest run on the active index.*?over", golden, re.DOTALL).group(0)
     assert re.search(r'\(<a href="[^"]+"><time [^>]+>just now</time></a>, by command\):', latest), latest
     assert ", nightly" not in golden and "run_job" not in golden
-    recent = golden[golden.index('id="golden-runs-title"'):]
+    recent = golden[golden.index('id="golden-runs-title"') :]
     assert "<td>by command</td>" in recent
     run_page = reviewer_client.get(re.search(r'href="(/review/golden/runs/\d+/)"', golden).group(1)).content.decode()
     assert '<span class="badge">by command</span>' in run_page
@@ -184,15 +211,20 @@ def test_must_find_names_each_record_by_kind_subject_and_content(reviewer_client
     cell = re.search(r'<ul class="must-find">.*?</ul>', html, re.DOTALL).group(0)
     assert f'href="{reverse("review:memory_detail", args=[record.pk])}"><code>{str(record.pk)[:8]}</code></a>' in cell
     assert "semantic · customer/acme" in cell
-    assert re.search(r'<span class="excerpt">“The billing contact is the finance team at finance@acme\.example, reachable[^<]{1,5}…”</span>', cell)
+    assert re.search(
+        r'<span class="excerpt">“The billing contact is the finance team at finance@acme\.example, reachable[^<]{1,5}…”</span>',
+        cell,
+    )
 
     run_job("golden_recall", trigger="run_job")
-    run_page = reviewer_client.get(reverse("review:golden_run_detail",
-                                           args=[question.tenant.golden_runs.get().pk])).content.decode()
+    run_page = reviewer_client.get(
+        reverse("review:golden_run_detail", args=[question.tenant.golden_runs.get().pk])
+    ).content.decode()
     assert "semantic · customer/acme" in run_page and "The billing contact is the finance team" in run_page
 
 
 # --- the dashboard --------------------------------------------------------------------------------
+
 
 def test_dashboard_intro_and_regret_tile_say_what_they_count(reviewer_client, write, reviewer_actor):
     cache.clear()

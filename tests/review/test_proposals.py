@@ -68,6 +68,7 @@ def drop_id(proposal):
 
 # --- access and scope ----------------------------------------------------------------------------
 
+
 def test_anonymous_user_is_sent_to_login(client, write):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     for url in (PROPOSALS, detail_url(proposal)):
@@ -109,6 +110,7 @@ def test_get_never_decides_and_post_needs_the_csrf_token(reviewer, reviewer_clie
 
 
 # --- list ----------------------------------------------------------------------------------------
+
 
 def test_list_shows_open_proposals_oldest_first_with_the_regret_rate(reviewer_client, write, reviewer_actor):
     first = propose(write, EMAIL, EMAIL_AGAIN, subject="customer/one")
@@ -171,11 +173,17 @@ def test_the_home_tile_and_the_nav_link_to_the_proposals(reviewer_client, write)
 
 # --- detail --------------------------------------------------------------------------------------
 
-def test_detail_shows_both_sides_with_the_difference_highlighted_and_their_provenance(reviewer_client, write, tenant,
-                                                                                    make_credential):
+
+def test_detail_shows_both_sides_with_the_difference_highlighted_and_their_provenance(
+    reviewer_client, write, tenant, make_credential
+):
     operator = make_credential(tenant, can_assert_operator=True)  # the same agent, allowed operator claims
-    write(operator, content=EMAIL, authority="operator",
-          provenance={"source_type": "operator_config", "uri": "config://acme/contact", "session_id": "", "turn_id": ""})
+    write(
+        operator,
+        content=EMAIL,
+        authority="operator",
+        provenance={"source_type": "operator_config", "uri": "config://acme/contact", "session_id": "", "turn_id": ""},
+    )
     write(content=PHONE, provenance={"uri": "chat://session/s-9#turn-4", "session_id": "s-9", "turn_id": "4"})
     proposal = propose(write)  # the two records above contradict: a conflict proposal
     response = reviewer_client.get(detail_url(proposal))
@@ -186,8 +194,16 @@ def test_detail_shows_both_sides_with_the_difference_highlighted_and_their_prove
     marks = re.findall(r'<mark class="diff">([^<]*)</mark>', page)
     assert "email." in marks and "phone." in marks
     assert not any("customer" in mark for mark in marks)
-    for fact in ("config://acme/contact", "operator_config", "chat://session/s-9#turn-4", "s-9 / 4", "user_turn",
-                 proposal.method, f"{proposal.similarity:.2f}", "Conflict · preference · customer/acme"):
+    for fact in (
+        "config://acme/contact",
+        "operator_config",
+        "chat://session/s-9#turn-4",
+        "s-9 / 4",
+        "user_turn",
+        proposal.method,
+        f"{proposal.similarity:.2f}",
+        "Conflict · preference · customer/acme",
+    ):
         assert fact in page, fact
     assert page.count('data-role="drop"') == 1 and page.count('data-role="keep"') == 1
     assert ">Accept</button>" in page and ">Reject</button>" in page and "Keep this one instead" in page
@@ -204,6 +220,7 @@ def test_a_forgotten_members_content_is_never_shown(reviewer_client, write, revi
 
 
 # --- decisions -----------------------------------------------------------------------------------
+
 
 def test_accept_then_rollback_through_the_page_with_history_rows_and_the_regret_rate(reviewer_client, reviewer, write):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
@@ -294,11 +311,17 @@ def test_rollback_reports_a_dropped_record_forgotten_since(reviewer_client, writ
     assert MemoryRecord.objects.get(pk=drop_id(proposal)).status == Status.FORGOTTEN
 
 
-@pytest.mark.parametrize("data, problem", [
-    ({"note": "x" * (DECISION_NOTE_MAX_CHARS + 1)}, f"Note: Ensure this value has at most {DECISION_NOTE_MAX_CHARS} characters"),
-    ({"keep": "not-a-uuid"}, "Keep: Enter a valid UUID."),
-    ({"keep": str(uuid.UUID(int=7))}, "must be one of the proposal's records"),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (
+            {"note": "x" * (DECISION_NOTE_MAX_CHARS + 1)},
+            f"Note: Ensure this value has at most {DECISION_NOTE_MAX_CHARS} characters",
+        ),
+        ({"keep": "not-a-uuid"}, "Keep: Enter a valid UUID."),
+        ({"keep": str(uuid.UUID(int=7))}, "must be one of the proposal's records"),
+    ],
+)
 def test_bad_decision_input_gets_a_message_and_changes_nothing(reviewer_client, write, data, problem):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     before = snapshot()
@@ -319,6 +342,7 @@ def test_next_cannot_leave_the_site(reviewer_client, write):
 
 
 # --- lineage: superseded sources of a summary -----------------------------------------------------
+
 
 def test_memory_page_and_quarantine_row_warn_about_superseded_sources(reviewer_client, write, reviewer_actor):
     first, second = write(content=EMAIL), write(content=EMAIL_AGAIN)
@@ -344,6 +368,7 @@ def test_memory_page_and_quarantine_row_warn_about_superseded_sources(reviewer_c
 
 # --- query counts --------------------------------------------------------------------------------
 
+
 def _queries_for(client, url, params=None) -> int:
     with CaptureQueriesContext(connection) as captured:
         assert client.get(url, params or {}).status_code == 200
@@ -363,8 +388,12 @@ def test_proposal_pages_use_a_constant_number_of_queries(reviewer_client, write,
 
     def counts():
         proposal = DedupProposal.objects.order_by("created_at").first()
-        return (_queries_for(reviewer_client, PROPOSALS), _queries_for(reviewer_client, PROPOSALS, {"status": "all"}),
-                _queries_for(reviewer_client, detail_url(proposal)), _queries_for(reviewer_client, reverse("review:quarantine")))
+        return (
+            _queries_for(reviewer_client, PROPOSALS),
+            _queries_for(reviewer_client, PROPOSALS, {"status": "all"}),
+            _queries_for(reviewer_client, detail_url(proposal)),
+            _queries_for(reviewer_client, reverse("review:quarantine")),
+        )
 
     fill(0, 3)
     small = counts()

@@ -56,8 +56,9 @@ def test_reviewer_accepts_then_rolls_back_and_the_regret_rate_changes(page, logi
     expect(side(page, dropped).locator(".content")).to_have_text(dropped_content)
     # the words that differ are marked on both sides; the shared ones are not
     expect(side(page, kept).locator("mark.diff").first).to_be_visible()
-    assert "via" in " ".join(side(page, dropped).locator("mark.diff").all_inner_texts()) + \
-        " ".join(side(page, kept).locator("mark.diff").all_inner_texts())
+    assert "via" in " ".join(side(page, dropped).locator("mark.diff").all_inner_texts()) + " ".join(
+        side(page, kept).locator("mark.diff").all_inner_texts()
+    )
     assert "email." not in side(page, dropped).locator("mark.diff").all_inner_texts()
     expect(side(page, dropped)).to_contain_text("chat://session/s-1")  # its provenance
     screenshot("proposal-detail")
@@ -71,7 +72,10 @@ def test_reviewer_accepts_then_rolls_back_and_the_regret_rate_changes(page, logi
     assert record.status == Status.SUPERSEDED
     row = last_history(dropped)
     assert (row.history_change_reason, row.history_user, row.history_note.endswith("same preference")) == (
-        "review.dedup_accept", reviewer, True)
+        "review.dedup_accept",
+        reviewer,
+        True,
+    )
 
     page.get_by_label("Note (optional)").fill("they differ after all")
     page.get_by_role("button", name="Roll back").click()
@@ -100,8 +104,9 @@ def test_reviewer_keeps_the_other_side_of_a_contradiction(page, login, reviewer,
     assert MemoryRecord.objects.get(pk=other).status == Status.ACTIVE
 
 
-def test_records_changed_after_the_page_loaded_show_the_conflict_instead_of_applying(page, login, screenshot, reviewer,
-                                                                                      credential, write):
+def test_records_changed_after_the_page_loaded_show_the_conflict_instead_of_applying(
+    page, login, screenshot, reviewer, credential, write
+):
     proposal = propose(write, EMAIL, EMAIL_AGAIN)
     dropped = proposal.drops.get().record_id
     login(reviewer)

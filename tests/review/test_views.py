@@ -51,6 +51,7 @@ def history_count():
 
 # --- access ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("url", [HOME, QUARANTINE, DRIFT, reverse("review:forget_list"), reverse("review:forget_new")])
 def test_anonymous_user_is_sent_to_login(client, url):
     response = client.get(url)
@@ -96,7 +97,9 @@ def _web():
     return {"authority": "third_party", "provenance": {"source_type": "web_page", "uri": "https://example.com/x"}}
 
 
-def test_other_tenants_record_is_404_by_url_and_form_tampering(reviewer_client, other_tenant, make_credential, write, quarantined):
+def test_other_tenants_record_is_404_by_url_and_form_tampering(
+    reviewer_client, other_tenant, make_credential, write, quarantined
+):
     theirs = write(credential_=make_credential(other_tenant), **_web())
     mine = quarantined()
     assert reviewer_client.get(detail_url(theirs)).status_code == 404
@@ -104,8 +107,10 @@ def test_other_tenants_record_is_404_by_url_and_form_tampering(reviewer_client, 
         response = reviewer_client.post(decide_url(theirs, action), {"version": 1, "content": "x"})
         assert response.status_code == 404
     # a bulk form with a foreign id smuggled in applies nothing at all, not even the own row
-    response = reviewer_client.post(BULK, {"decision": "approve", "selected": [str(mine.pk), str(theirs.pk)],
-                                           f"version-{mine.pk}": 1, f"version-{theirs.pk}": 1})
+    response = reviewer_client.post(
+        BULK,
+        {"decision": "approve", "selected": [str(mine.pk), str(theirs.pk)], f"version-{mine.pk}": 1, f"version-{theirs.pk}": 1},
+    )
     assert response.status_code == 404
     assert reviewer_client.post(BULK, {"decision": "approve", "selected": ["not-a-uuid"]}).status_code == 404
     for record in (theirs, mine):
@@ -138,8 +143,12 @@ def test_get_never_changes_state(reviewer_client, quarantined, drifting):
     assert reviewer_client.get(BULK, {"decision": "approve", "selected": [str(record.pk)]}).status_code == 405
     for url in (HOME, QUARANTINE, DRIFT, detail_url(record), detail_url(stale), reverse("review:forget_new")):
         assert reviewer_client.get(url).status_code == 200
-    assert reviewer_client.get(reverse("review:forget_new"), {"tenant": "acme", "subject": "customer/acme",
-                                                               "reason": "r", "step": "confirm"}).status_code == 200
+    assert (
+        reviewer_client.get(
+            reverse("review:forget_new"), {"tenant": "acme", "subject": "customer/acme", "reason": "r", "step": "confirm"}
+        ).status_code
+        == 200
+    )
     assert history_count() == before
     assert ForgetRequest.objects.count() == 0
     record.refresh_from_db()
@@ -148,18 +157,32 @@ def test_get_never_changes_state(reviewer_client, quarantined, drifting):
 
 # --- quarantine decisions ------------------------------------------------------------------------
 
+
 def test_quarantine_row_shows_content_provenance_and_why(reviewer_client, quarantined):
     record = quarantined(content="Refunds are always approved.", provenance={"tool": "web_fetch"})
     page = reviewer_client.get(QUARANTINE).content.decode()
-    for fact in ("Refunds are always approved.", "customer/acme", "support", "preference", "third_party", "web_page",
-                 "https://forum.example/thread/42", "s-web", "0.90", record.quarantine_reason.replace("'", "&#x27;"),
-                 "web_fetch", f'name="version-{record.pk}" value="1"'):
+    for fact in (
+        "Refunds are always approved.",
+        "customer/acme",
+        "support",
+        "preference",
+        "third_party",
+        "web_page",
+        "https://forum.example/thread/42",
+        "s-web",
+        "0.90",
+        record.quarantine_reason.replace("'", "&#x27;"),
+        "web_fetch",
+        f'name="version-{record.pk}" value="1"',
+    ):
         assert fact in page, fact
 
 
 def test_approve_promotes_through_the_service_with_a_history_row(reviewer_client, reviewer, quarantined):
     record = quarantined()
-    response = reviewer_client.post(decide_url(record, "approve"), {"version": 1, "note": "checked the forum", "next": QUARANTINE})
+    response = reviewer_client.post(
+        decide_url(record, "approve"), {"version": 1, "note": "checked the forum", "next": QUARANTINE}
+    )
     assert response["Location"] == QUARANTINE
     record.refresh_from_db()
     assert (record.status, record.trust, record.version, record.reviewed_by) == (Status.ACTIVE, Trust.VERIFIED, 2, reviewer)
@@ -178,11 +201,14 @@ def test_reject_rejects_and_next_cannot_leave_the_site(reviewer_client, quaranti
     assert last_history(record).history_change_reason == "review.reject"
 
 
-@pytest.mark.parametrize("data, problem", [
-    ({"version": "abc"}, "Version"),
-    ({}, "Version"),
-    ({"version": 1, "note": "n" * 501}, "Note"),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"version": "abc"}, "Version"),
+        ({}, "Version"),
+        ({"version": 1, "note": "n" * 501}, "Note"),
+    ],
+)
 def test_bad_decision_input_gets_a_message_and_changes_nothing(reviewer_client, quarantined, data, problem):
     record = quarantined()
     response = reviewer_client.post(decide_url(record, "approve"), data)
@@ -218,10 +244,20 @@ def test_action_that_does_not_apply_to_the_status_is_reported(reviewer_client, q
 
 # --- bulk ----------------------------------------------------------------------------------------
 
+
 def test_bulk_reject_applies_each_row_at_its_own_version(reviewer_client, quarantined):
     first, second, untouched = quarantined(), quarantined(), quarantined()
-    response = reviewer_client.post(BULK, {"decision": "reject", "note": "spam", "selected": [str(first.pk), str(second.pk)],
-                                           f"version-{first.pk}": 1, f"version-{second.pk}": 1, "next": QUARANTINE})
+    response = reviewer_client.post(
+        BULK,
+        {
+            "decision": "reject",
+            "note": "spam",
+            "selected": [str(first.pk), str(second.pk)],
+            f"version-{first.pk}": 1,
+            f"version-{second.pk}": 1,
+            "next": QUARANTINE,
+        },
+    )
     assert response["Location"] == QUARANTINE
     assert "2 memories rejected." in texts(response)
     for record, status in ((first, Status.REJECTED), (second, Status.REJECTED), (untouched, Status.QUARANTINED)):
@@ -233,8 +269,11 @@ def test_bulk_reject_applies_each_row_at_its_own_version(reviewer_client, quaran
 def test_bulk_reports_successes_and_conflicts(reviewer_client, quarantined, tenant, make_reviewer):
     fresh, stale = quarantined(), quarantined()
     memory_promote(record_id=stale.pk, expected_version=1, actor=Actor.for_user(make_reviewer(tenant, username="otto")))
-    response = reviewer_client.post(BULK, {"decision": "approve", "selected": [str(fresh.pk), str(stale.pk)],
-                                           f"version-{fresh.pk}": 1, f"version-{stale.pk}": 1}, follow=True)
+    response = reviewer_client.post(
+        BULK,
+        {"decision": "approve", "selected": [str(fresh.pk), str(stale.pk)], f"version-{fresh.pk}": 1, f"version-{stale.pk}": 1},
+        follow=True,
+    )
     page = response.content.decode()
     assert "1 memory approved." in page
     assert f"Not applied to memory {str(stale.pk)[:8]}" in page
@@ -244,16 +283,23 @@ def test_bulk_reports_successes_and_conflicts(reviewer_client, quarantined, tena
     assert stale.version == 2 and last_history(stale).history_user.username == "otto"
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"decision": "approve"}, "select at least one memory"),
-    ({"decision": "approve", "selected": ["{id}"]}, "missing the version"),
-    ({"decision": "approve", "selected": ["{id}"], "version-{id}": "0"}, "missing the version"),
-    ({"decision": "promote", "selected": ["{id}"], "version-{id}": "1"}, "Decision"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"decision": "approve"}, "select at least one memory"),
+        ({"decision": "approve", "selected": ["{id}"]}, "missing the version"),
+        ({"decision": "approve", "selected": ["{id}"], "version-{id}": "0"}, "missing the version"),
+        ({"decision": "promote", "selected": ["{id}"], "version-{id}": "1"}, "Decision"),
+    ],
+)
 def test_bad_bulk_input_gets_a_message_and_changes_nothing(reviewer_client, quarantined, data, message):
     record = quarantined()
-    post = {key.replace("{id}", str(record.pk)): ([v.replace("{id}", str(record.pk)) for v in value] if isinstance(value, list) else value)
-            for key, value in data.items()}
+    post = {
+        key.replace("{id}", str(record.pk)): (
+            [v.replace("{id}", str(record.pk)) for v in value] if isinstance(value, list) else value
+        )
+        for key, value in data.items()
+    }
     response = reviewer_client.post(BULK, post)
     assert any(message in text for text in texts(response)), texts(response)
     record.refresh_from_db()
@@ -262,12 +308,23 @@ def test_bad_bulk_input_gets_a_message_and_changes_nothing(reviewer_client, quar
 
 # --- filters -------------------------------------------------------------------------------------
 
+
 def test_quarantine_filters_by_agent_kind_authority_and_source_type(reviewer_client, tenant, make_credential, write, quarantined):
     web = quarantined(content="From the web.")
-    inferred = write(credential_=make_credential(tenant, agent_slug="analyst"), kind="semantic", content="Inferred.",
-                     authority="agent", provenance={"source_type": "agent_inference"})
-    cases = [({"agent": "analyst"}, inferred), ({"kind": "semantic"}, inferred), ({"authority": "third_party"}, web),
-             ({"source_type": "agent_inference"}, inferred), ({"tenant": "acme", "kind": "preference"}, web)]
+    inferred = write(
+        credential_=make_credential(tenant, agent_slug="analyst"),
+        kind="semantic",
+        content="Inferred.",
+        authority="agent",
+        provenance={"source_type": "agent_inference"},
+    )
+    cases = [
+        ({"agent": "analyst"}, inferred),
+        ({"kind": "semantic"}, inferred),
+        ({"authority": "third_party"}, web),
+        ({"source_type": "agent_inference"}, inferred),
+        ({"tenant": "acme", "kind": "preference"}, web),
+    ]
     for params, expected in cases:
         page = reviewer_client.get(QUARANTINE, params).content.decode()
         other = inferred if expected is web else web
@@ -291,6 +348,7 @@ def test_quarantine_is_oldest_first_and_paginated(reviewer_client, quarantined):
 
 
 # --- drift ---------------------------------------------------------------------------------------
+
 
 def test_drift_lists_oldest_confirmation_first_and_marks_deletion_candidates(reviewer_client, drifting, write):
     recent = drifting(days=100, last_used_days=2, content="Checked 100 days ago.")
@@ -335,12 +393,18 @@ def test_retire_expires_the_record_now(reviewer_client, drifting):
 
 def test_supersede_writes_the_correction_and_keeps_the_old_record(reviewer_client, reviewer, drifting):
     record = drifting(days=200, content="Deploys need one approval.")
-    response = reviewer_client.post(decide_url(record, "supersede"), {"version": 1, "content": "Deploys need two approvals.",
-                                                                      "note": "policy changed", "next": DRIFT})
+    response = reviewer_client.post(
+        decide_url(record, "supersede"),
+        {"version": 1, "content": "Deploys need two approvals.", "note": "policy changed", "next": DRIFT},
+    )
     record.refresh_from_db()
     correction = record.successors.get()
     assert record.status == Status.SUPERSEDED
-    assert (correction.status, correction.content, correction.trust) == (Status.ACTIVE, "Deploys need two approvals.", Trust.VERIFIED)
+    assert (correction.status, correction.content, correction.trust) == (
+        Status.ACTIVE,
+        "Deploys need two approvals.",
+        Trust.VERIFIED,
+    )
     assert correction.source_uri == f"review://rita/corrects/{record.pk}" and correction.reviewed_by == reviewer
     assert last_history(correction).history_change_reason == "review.correct"
     assert any(str(correction.pk)[:8] in text for text in texts(response))
@@ -368,18 +432,37 @@ def test_drift_row_changed_by_an_agent_is_a_conflict(reviewer_client, drifting, 
 
 # --- memory detail -------------------------------------------------------------------------------
 
+
 def test_detail_shows_fields_chain_derivations_and_history(reviewer_client, reviewer_actor, write, credential):
     original = write(kind="semantic", content="Plan is Basic.")
     memory_confirm(record_id=original.pk, expected_version=1, actor=reviewer_actor, note="called them")
     correction = memory_supersede(record_id=original.pk, expected_version=2, actor=reviewer_actor, content="Plan is Enterprise.")
-    summary = write(kind="semantic", content="Summary of the plan.", authority="agent",
-                    provenance={"source_type": "agent_inference"}, derived_from=[str(original.pk)])
+    summary = write(
+        kind="semantic",
+        content="Summary of the plan.",
+        authority="agent",
+        provenance={"source_type": "agent_inference"},
+        derived_from=[str(original.pk)],
+    )
     page = reviewer_client.get(detail_url(original)).content.decode()
-    for fact in ("Plan is Basic.", original.content_hash, "chat://session/s-1", "superseded", "version 3",
-                 str(correction.pk)[:8], "Plan is Enterprise.", str(summary.pk)[:8],
-                 "write.active", "review.confirm", "called them", "review.supersede", "agent:acme/support-bot",
-                 "<strong>trust</strong>: trusted → verified", "<strong>status</strong>: active → superseded",
-                 "<strong>reviewed_by</strong>: — → rita"):
+    for fact in (
+        "Plan is Basic.",
+        original.content_hash,
+        "chat://session/s-1",
+        "superseded",
+        "version 3",
+        str(correction.pk)[:8],
+        "Plan is Enterprise.",
+        str(summary.pk)[:8],
+        "write.active",
+        "review.confirm",
+        "called them",
+        "review.supersede",
+        "agent:acme/support-bot",
+        "<strong>trust</strong>: trusted → verified",
+        "<strong>status</strong>: active → superseded",
+        "<strong>reviewed_by</strong>: — → rita",
+    ):
         assert fact in page, fact
     later = reviewer_client.get(detail_url(correction)).content.decode()
     assert str(original.pk)[:8] in later and "Plan is Basic." in later  # the chain, the other way
@@ -416,6 +499,7 @@ def test_forgotten_record_never_shows_its_content_not_even_in_history(reviewer_c
 
 # --- forget requests -----------------------------------------------------------------------------
 
+
 def test_forget_request_is_filed_only_after_confirmation(reviewer_client, write, credential):
     first, second = write(subject="customer/jane"), write(subject="customer/jane")
     keep = write(subject="customer/john")
@@ -428,25 +512,33 @@ def test_forget_request_is_filed_only_after_confirmation(reviewer_client, write,
     response = reviewer_client.post(reverse("review:forget_new"), {**form, "step": "confirm"})
     forget_request = ForgetRequest.objects.get()
     assert response["Location"] == reverse("review:forget_detail", args=[forget_request.pk])
-    assert (forget_request.affected, forget_request.requested_by, forget_request.reason) == (2, "user:rita", "erasure request #123")
+    assert (forget_request.affected, forget_request.requested_by, forget_request.reason) == (
+        2,
+        "user:rita",
+        "erasure request #123",
+    )
     assert set(MemoryRecord.objects.filter(status=Status.FORGOTTEN).values_list("pk", flat=True)) == {first.pk, second.pk}
     keep.refresh_from_db()
     assert keep.status == Status.ACTIVE
 
 
 def test_forget_step_edit_goes_back_to_the_form(reviewer_client, write):
-    response = reviewer_client.post(reverse("review:forget_new"), {"tenant": "acme", "subject": "customer/jane",
-                                                                   "reason": "r", "step": "edit"})
+    response = reviewer_client.post(
+        reverse("review:forget_new"), {"tenant": "acme", "subject": "customer/jane", "reason": "r", "step": "edit"}
+    )
     assert response.templates[0].name == "review/forget_new.html"
     assert b'value="customer/jane"' in response.content
     assert ForgetRequest.objects.count() == 0
 
 
-@pytest.mark.parametrize("form, field", [
-    ({"tenant": "acme", "subject": "  ", "reason": "r", "step": "confirm"}, "subject"),
-    ({"tenant": "acme", "subject": "customer/jane", "reason": "", "step": "confirm"}, "reason"),
-    ({"tenant": "acme", "subject": "s" * 201, "reason": "r", "step": "confirm"}, "subject"),
-])
+@pytest.mark.parametrize(
+    "form, field",
+    [
+        ({"tenant": "acme", "subject": "  ", "reason": "r", "step": "confirm"}, "subject"),
+        ({"tenant": "acme", "subject": "customer/jane", "reason": "", "step": "confirm"}, "reason"),
+        ({"tenant": "acme", "subject": "s" * 201, "reason": "r", "step": "confirm"}, "subject"),
+    ],
+)
 def test_bad_forget_request_is_explained_and_changes_nothing(reviewer_client, write, form, field):
     record = write(subject="customer/jane")
     response = reviewer_client.post(reverse("review:forget_new"), form)
@@ -460,8 +552,9 @@ def test_bad_forget_request_is_explained_and_changes_nothing(reviewer_client, wr
 def test_forget_request_for_another_tenant_is_404(reviewer_client, other_tenant, make_credential, write):
     theirs = write(credential_=make_credential(other_tenant), subject="customer/jane")
     for step in ("", "confirm"):
-        response = reviewer_client.post(reverse("review:forget_new"), {"tenant": "globex", "subject": "customer/jane",
-                                                                       "reason": "r", "step": step})
+        response = reviewer_client.post(
+            reverse("review:forget_new"), {"tenant": "globex", "subject": "customer/jane", "reason": "r", "step": step}
+        )
         assert response.status_code == 404
     theirs.refresh_from_db()
     assert theirs.status == Status.ACTIVE and ForgetRequest.objects.count() == 0
@@ -471,8 +564,9 @@ def test_forget_list_and_detail_show_receipts_in_scope(reviewer_client, tenant, 
     write(subject="customer/jane")
     mine = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/jane", reason="erasure #7")
     PropagationReceipt.objects.create(forget_request=mine, artifact="search_index", removed=1, completed_at=timezone.now())
-    PropagationReceipt.objects.create(forget_request=mine, artifact="backups", removed=0, completed_at=timezone.now(),
-                                      note="ages out of backups by 2027-01-03")
+    PropagationReceipt.objects.create(
+        forget_request=mine, artifact="backups", removed=0, completed_at=timezone.now(), note="ages out of backups by 2027-01-03"
+    )
     theirs = forget_request_create(actor=Actor.job("test"), tenant=other_tenant, subject="customer/other", reason="x")
     listing = reviewer_client.get(reverse("review:forget_list")).content.decode()
     assert "customer/jane" in listing and "customer/other" not in listing
@@ -484,8 +578,10 @@ def test_forget_list_and_detail_show_receipts_in_scope(reviewer_client, tenant, 
 
 # --- home ----------------------------------------------------------------------------------------
 
-def test_home_shows_queue_sizes_oldest_ages_and_last_job_runs(reviewer_client, quarantined, drifting, tenant,
-                                                             other_tenant, make_credential, write, reviewer_actor):
+
+def test_home_shows_queue_sizes_oldest_ages_and_last_job_runs(
+    reviewer_client, quarantined, drifting, tenant, other_tenant, make_credential, write, reviewer_actor
+):
     old = quarantined()
     MemoryRecord.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
     quarantined()
@@ -493,12 +589,18 @@ def test_home_shows_queue_sizes_oldest_ages_and_last_job_runs(reviewer_client, q
     write(credential_=make_credential(other_tenant), **_web())  # not this reviewer's
     forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/nobody", reason="r")
     now = timezone.now()
-    JobRun.objects.create(job="expire", status="failed", started_at=now - timedelta(hours=2), finished_at=now - timedelta(hours=2))
+    JobRun.objects.create(
+        job="expire", status="failed", started_at=now - timedelta(hours=2), finished_at=now - timedelta(hours=2)
+    )
     JobRun.objects.create(job="expire", status="succeeded", started_at=now - timedelta(minutes=5), finished_at=now)
     response = reviewer_client.get(HOME)
     queues = {queue["name"]: queue for queue in response.context["queues"]}
     assert {name: queue["size"] for name, queue in queues.items()} == {
-        "Quarantine": 2, "Drift": 1, "Forget requests": 1, "Dedup proposals": 0}
+        "Quarantine": 2,
+        "Drift": 1,
+        "Forget requests": 1,
+        "Dedup proposals": 0,
+    }
     assert queues["Quarantine"]["oldest"] < now - timedelta(days=2)
     runs = {item["job"]: item["run"] for item in response.context["job_runs"]}
     assert runs["expire"].status == "succeeded" and runs["prune"] is None
@@ -507,6 +609,7 @@ def test_home_shows_queue_sizes_oldest_ages_and_last_job_runs(reviewer_client, q
 
 
 # --- query counts --------------------------------------------------------------------------------
+
 
 def _queries_for(client, url) -> int:
     with CaptureQueriesContext(connection) as captured:

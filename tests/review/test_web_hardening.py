@@ -16,8 +16,15 @@ from memory.models import Status
 
 pytestmark = pytest.mark.django_db
 
-STRICT = {"default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'", "base-uri 'none'",
-          "form-action 'self'", "frame-ancestors 'none'"}
+STRICT = {
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+}
 
 
 def directives(response) -> set[str]:
@@ -26,8 +33,11 @@ def directives(response) -> set[str]:
 
 def test_every_page_carries_a_strict_content_security_policy(client, reviewer, quarantined):
     record = quarantined()
-    pages = {"login": client.get(reverse("login")), "api docs": client.get("/api/docs/"),
-             "api docs script": client.get("/api/docs/?script")}
+    pages = {
+        "login": client.get(reverse("login")),
+        "api docs": client.get("/api/docs/"),
+        "api docs script": client.get("/api/docs/?script"),
+    }
     client.force_login(reviewer)
     for name in ("home", "quarantine", "drift", "dashboard"):
         pages[name] = client.get(reverse(f"review:{name}"))
@@ -54,8 +64,11 @@ def test_every_page_carries_a_strict_content_security_policy(client, reviewer, q
 
 # --- account routes ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/accounts/password_reset/", "/accounts/password_reset/done/",
-                                  "/accounts/reset/MQ/set-password/", "/accounts/reset/done/"])
+
+@pytest.mark.parametrize(
+    "path",
+    ["/accounts/password_reset/", "/accounts/password_reset/done/", "/accounts/reset/MQ/set-password/", "/accounts/reset/done/"],
+)
 def test_there_is_no_password_reset(client, path):
     assert client.get(path).status_code == 404
     assert client.post(path, {"email": "rita@example.com"}).status_code == 404
@@ -67,8 +80,10 @@ def test_a_reviewer_changes_their_password_from_the_header_link(client, reviewer
     assert f'href="{reverse("password_change")}"' in home
     form = client.get(reverse("password_change"))
     assert form.status_code == 200 and "Change your password" in form.content.decode()
-    response = client.post(reverse("password_change"), {"old_password": reviewer.raw_password,
-                                                         "new_password1": "a-new-pass-456", "new_password2": "a-new-pass-456"})
+    response = client.post(
+        reverse("password_change"),
+        {"old_password": reviewer.raw_password, "new_password1": "a-new-pass-456", "new_password2": "a-new-pass-456"},
+    )
     assert response.status_code == 302 and response["Location"] == reverse("password_change_done")
     assert "Password changed" in client.get(reverse("password_change_done")).content.decode()
     reviewer.refresh_from_db()
@@ -77,8 +92,10 @@ def test_a_reviewer_changes_their_password_from_the_header_link(client, reviewer
 
 def test_a_wrong_old_password_changes_nothing(client, reviewer):
     client.force_login(reviewer)
-    response = client.post(reverse("password_change"), {"old_password": "not-it", "new_password1": "a-new-pass-456",
-                                                         "new_password2": "a-new-pass-456"})
+    response = client.post(
+        reverse("password_change"),
+        {"old_password": "not-it", "new_password1": "a-new-pass-456", "new_password2": "a-new-pass-456"},
+    )
     assert response.status_code == 200 and "Your old password was entered incorrectly" in response.content.decode()
     reviewer.refresh_from_db()
     assert reviewer.check_password(reviewer.raw_password)
@@ -86,9 +103,9 @@ def test_a_wrong_old_password_changes_nothing(client, reviewer):
 
 # --- form limits ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("enforce_csrf", [True, False], ids=["browser", "test-client"])
-def test_a_bulk_decision_on_5000_memories_is_refused_with_a_message_and_no_error_log(reviewer, quarantined, caplog,
-                                                                                      enforce_csrf):
+def test_a_bulk_decision_on_5000_memories_is_refused_with_a_message_and_no_error_log(reviewer, quarantined, caplog, enforce_csrf):
     """5,000 selected rows are 10,000 fields, past DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000): read by
     the CSRF check in a browser, by the view without it; the same page either way."""
     record = quarantined()
@@ -97,8 +114,12 @@ def test_a_bulk_decision_on_5000_memories_is_refused_with_a_message_and_no_error
     quarantine = reverse("review:quarantine")
     client.get(quarantine)
     ids = [str(record.pk)] + [str(uuid.uuid4()) for _ in range(4999)]
-    data = {"csrfmiddlewaretoken": client.cookies["csrftoken"].value, "decision": "reject", "selected": ids,
-            **{f"version-{pk}": "1" for pk in ids}}
+    data = {
+        "csrfmiddlewaretoken": client.cookies["csrftoken"].value,
+        "decision": "reject",
+        "selected": ids,
+        **{f"version-{pk}": "1" for pk in ids},
+    }
     with caplog.at_level(logging.INFO):
         response = client.post(reverse("review:quarantine_bulk"), data, HTTP_REFERER=f"http://testserver{quarantine}")
     page = response.content.decode()

@@ -93,10 +93,12 @@ def test_dashboard_wording_axes_and_layout(page, login, screenshot, reviewer, te
     now = timezone.now()
     requested = now - timedelta(hours=1)
     for seconds in (0.3, 0.6, 0.9, 1.1):  # propagation lags
-        request = ForgetRequest.objects.create(tenant=tenant, subject="x", requested_by="test",
-                                               status=ForgetRequest.Status.COMPLETED)
-        ForgetRequest.objects.filter(pk=request.pk).update(requested_at=requested,
-                                                           completed_at=requested + timedelta(seconds=seconds))
+        request = ForgetRequest.objects.create(
+            tenant=tenant, subject="x", requested_by="test", status=ForgetRequest.Status.COMPLETED
+        )
+        ForgetRequest.objects.filter(pk=request.pk).update(
+            requested_at=requested, completed_at=requested + timedelta(seconds=seconds)
+        )
     login(reviewer)
     page.goto("/review/dashboard/")
 
@@ -120,8 +122,12 @@ def test_dashboard_wording_axes_and_layout(page, login, screenshot, reviewer, te
     expect(writes.locator("text", has_text=now.strftime("%m-%d"))).to_have_count(1)
 
     # Six numbers in rows of three: no tile alone on a row.
-    tops = [round(box["y"]) for box in page.locator(".tiles-numbers .tile").evaluate_all(
-        "tiles => tiles.map(t => t.getBoundingClientRect().toJSON())")]
+    tops = [
+        round(box["y"])
+        for box in page.locator(".tiles-numbers .tile").evaluate_all(
+            "tiles => tiles.map(t => t.getBoundingClientRect().toJSON())"
+        )
+    ]
     assert sorted(tops.count(top) for top in set(tops)) == [3, 3]
     screenshot("wording-dashboard")
 

@@ -26,5 +26,7 @@ class Command(BaseCommand):
             raise CommandError(f"{exc} No backup was written.") from None
         manifest = {key: value for key, value in result.manifest.items() if key != "schema"}
         manifest["schema"] = result.manifest["schema"]["latest"]
-        self.stdout.write(f"Backup {result.manifest['id']} written to {result.path} ({result.manifest['counts']['records']} records)")
+        self.stdout.write(
+            f"Backup {result.manifest['id']} written to {result.path} ({result.manifest['counts']['records']} records)"
+        )
         self.stdout.write(json.dumps(manifest, sort_keys=True))

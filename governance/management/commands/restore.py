@@ -37,8 +37,10 @@ class Command(BaseCommand):
             raise CommandError(f"{exc} The database was not changed.") from None
         for item in result.reforgotten:
             if item.forget_request:
-                self.stdout.write(f"re-forgot   request {item.original_request} ({item.requested_at:%Y-%m-%d %H:%M}) -> "
-                                  f"forget request {item.forget_request}: {item.affected} records")
+                self.stdout.write(
+                    f"re-forgot   request {item.original_request} ({item.requested_at:%Y-%m-%d %H:%M}) -> "
+                    f"forget request {item.forget_request}: {item.affected} records"
+                )
             else:
                 self.stdout.write(f"skipped     request {item.original_request}: {item.skipped}")
         self.stdout.write(disk_line(result.disk))
@@ -51,15 +53,21 @@ def disk_line(outcome: dict) -> str:
     if outcome["complete"] and outcome["requests"] == 0:
         return f"disk        nothing forgotten waits for a rewrite ({run})."
     if outcome["complete"] and outcome.get("database") == "sqlite":
-        return (f"disk        re-forgotten content verified out of the database files now: secure_delete zeroed it, the "
-                f"write-ahead log was checkpointed and truncated ({run}); {outcome['requests']} disk receipts completed.")
+        return (
+            f"disk        re-forgotten content verified out of the database files now: secure_delete zeroed it, the "
+            f"write-ahead log was checkpointed and truncated ({run}); {outcome['requests']} disk receipts completed."
+        )
     if outcome["complete"]:
-        return (f"disk        re-forgotten rows rewritten out of the table files now: {outcome['tables_verified']} tables "
-                f"rewritten and verified ({run}); {outcome['requests']} disk receipts completed.")
+        return (
+            f"disk        re-forgotten rows rewritten out of the table files now: {outcome['tables_verified']} tables "
+            f"rewritten and verified ({run}); {outcome['requests']} disk receipts completed."
+        )
     if outcome["status"] != "succeeded":
         done = f"did not run to the end ({'; '.join(outcome['errors'])[:200] or outcome['status']})"
     else:
-        done = (f"left {outcome['tables_pending']} tables not verified ({outcome['tables_verified']} rewritten and "
-                "verified); the disk receipts stay pending and name them")
+        done = (
+            f"left {outcome['tables_pending']} tables not verified ({outcome['tables_verified']} rewritten and "
+            "verified); the disk receipts stay pending and name them"
+        )
     retry = "the disk_rewrite job was sent to the workers" if outcome.get("sent_to_workers") else "the schedule retries it"
     return f"disk        the rewrite {done} ({run}); {retry}."

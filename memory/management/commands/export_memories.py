@@ -20,8 +20,13 @@ class Command(BaseCommand):
         parser.add_argument("outdir", type=Path, help="Directory to write into (created if missing).")
         parser.add_argument("--tenant", required=True, help="Tenant slug.")
         parser.add_argument("--subject", default=None, help="Only this subject.")
-        parser.add_argument("--status", action="append", choices=Status.values, default=None,
-                            help="Only records in this status (repeat for several; default: all, forgotten ones as tombstones).")
+        parser.add_argument(
+            "--status",
+            action="append",
+            choices=Status.values,
+            default=None,
+            help="Only records in this status (repeat for several; default: all, forgotten ones as tombstones).",
+        )
 
     def handle(self, *args, outdir: Path, tenant: str, subject: str | None, status: list[str] | None, **options) -> None:
         found = Tenant.objects.filter(slug=tenant).first()

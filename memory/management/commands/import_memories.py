@@ -26,18 +26,27 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path)
         parser.add_argument("--tenant", required=True, help="Tenant slug (created if missing).")
-        parser.add_argument("--agent", required=True, help="Agent slug (created if missing): every note is written as this agent.")
+        parser.add_argument(
+            "--agent", required=True, help="Agent slug (created if missing): every note is written as this agent."
+        )
         who = parser.add_mutually_exclusive_group()
-        who.add_argument("--trusted", action="store_true",
-                         help="Write with the agent's trusted import credential: user and operator claims skip quarantine.")
-        who.add_argument("--token", default=None, help="Write with this agent token instead (its purposes and capabilities apply).")
+        who.add_argument(
+            "--trusted",
+            action="store_true",
+            help="Write with the agent's trusted import credential: user and operator claims skip quarantine.",
+        )
+        who.add_argument(
+            "--token", default=None, help="Write with this agent token instead (its purposes and capabilities apply)."
+        )
 
     def handle(self, *args, directory: Path, tenant: str, agent: str, trusted: bool, token: str | None, **options) -> None:
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a directory. Nothing was imported.")
         credential = None
         if token:
-            credential = AgentCredential.objects.usable().select_related("agent__tenant").filter(token_hash=hash_token(token)).first()
+            credential = (
+                AgentCredential.objects.usable().select_related("agent__tenant").filter(token_hash=hash_token(token)).first()
+            )
             if credential is None or (credential.agent.tenant.slug, credential.agent.slug) != (tenant, agent):
                 raise CommandError(f"The token is not a usable token of agent {tenant}/{agent}. Nothing was imported.")
             agent_row = credential.agent
@@ -54,5 +63,7 @@ class Command(BaseCommand):
         counts = report.counts()
         self.stdout.write(json.dumps({"directory": str(directory), "tenant": tenant, "agent": agent, **counts}))
         if counts["error"]:
-            raise CommandError(f"{counts['error']} of {counts['files']} files could not be imported (see above); "
-                               "nothing was written for them.", returncode=1)
+            raise CommandError(
+                f"{counts['error']} of {counts['files']} files could not be imported (see above); nothing was written for them.",
+                returncode=1,
+            )

@@ -14,8 +14,11 @@ class Command(BaseCommand):
         parser.add_argument("--can-forget", action="store_true")
         parser.add_argument("--can-confirm", action="store_true")
         parser.add_argument("--can-assert-operator", action="store_true")
-        parser.add_argument("--can-import-trusted", action="store_true",
-                            help="Document and import claims with user or operator authority skip review (a trusted migration).")
+        parser.add_argument(
+            "--can-import-trusted",
+            action="store_true",
+            help="Document and import claims with user or operator authority skip review (a trusted migration).",
+        )
         parser.add_argument("--label", default="")
 
     def handle(self, *args, **options):
@@ -26,9 +29,13 @@ class Command(BaseCommand):
             tenant, _ = Tenant.objects.get_or_create(slug=options["tenant"], defaults={"name": options["tenant"]})
             agent, _ = Agent.objects.get_or_create(tenant=tenant, slug=options["agent"], defaults={"name": options["agent"]})
             credential, raw = AgentCredential.issue(
-                agent=agent, purposes=purposes, label=options["label"],
-                can_forget=options["can_forget"], can_confirm=options["can_confirm"],
-                can_assert_operator=options["can_assert_operator"], can_import_trusted=options["can_import_trusted"],
+                agent=agent,
+                purposes=purposes,
+                label=options["label"],
+                can_forget=options["can_forget"],
+                can_confirm=options["can_confirm"],
+                can_assert_operator=options["can_assert_operator"],
+                can_import_trusted=options["can_import_trusted"],
             )
         self.stdout.write(f"Issued token {credential.token_hint}… for {agent} (purposes: {', '.join(credential.purposes)})")
         self.stdout.write(raw)

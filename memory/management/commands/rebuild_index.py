@@ -25,8 +25,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="Index name (letters, digits, '-' and '_').")
-        parser.add_argument("--recipe", help='Recipe as JSON, e.g. \'{"k1": 1.5, "b": 0.6}\'; missing keys keep '
-                                             "the index's (or the active index's) values.")
+        parser.add_argument(
+            "--recipe",
+            help='Recipe as JSON, e.g. \'{"k1": 1.5, "b": 0.6}\'; missing keys keep '
+            "the index's (or the active index's) values.",
+        )
         parser.add_argument("--kind", default=IndexKind.LEXICAL, choices=IndexKind.values)
         parser.add_argument("--wait", action="store_true", help="Build and promote here instead of in the worker.")
 

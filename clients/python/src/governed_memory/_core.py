@@ -48,8 +48,9 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]
 UUID_RULE = "must be a UUID such as 6f1c2b7e-0c4a-4d8e-9b1a-2f3c4d5e6f70, as the service returns it"
 # Visible ASCII: what an HTTP header carries unchanged (no line break to split it, no space to trim).
 IDEMPOTENCY_KEY_PATTERN = rf"[!-~]{{1,{IDEMPOTENCY_KEY_MAX_CHARS}}}"
-IDEMPOTENCY_KEY_RULE = (f"must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters (letters, digits and "
-                        "punctuation; no spaces)")
+IDEMPOTENCY_KEY_RULE = (
+    f"must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters (letters, digits and punctuation; no spaces)"
+)
 # What httpx raises while building a request from a caller's values (a lone surrogate in the JSON
 # body or the query, a NaN, a URL over its length limit): refused as InvalidArgument, nothing sent.
 UNBUILDABLE = (httpx.InvalidURL, ValueError)
@@ -116,8 +117,9 @@ def api_base(base_url: str) -> str:
     return base + "/"
 
 
-def client_options(base: str, token: str, timeout: httpx.Timeout | float | None,
-                   headers: Mapping[str, str] | None) -> dict[str, Any]:
+def client_options(
+    base: str, token: str, timeout: httpx.Timeout | float | None, headers: Mapping[str, str] | None
+) -> dict[str, Any]:
     return {
         "base_url": base,
         "timeout": DEFAULT_TIMEOUT if timeout is None else timeout,
@@ -204,8 +206,13 @@ def problem_body(response: httpx.Response) -> dict[str, Any]:
         body = None
     if isinstance(body, dict):
         return body
-    return {"type": "about:blank", "title": response.reason_phrase or "Request failed", "status": response.status_code,
-            "detail": "", "instance": response.request.url.path if response.request else ""}
+    return {
+        "type": "about:blank",
+        "title": response.reason_phrase or "Request failed",
+        "status": response.status_code,
+        "detail": "",
+        "instance": response.request.url.path if response.request else "",
+    }
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -226,8 +233,9 @@ def json_body(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
-        raise UnexpectedResponse(f"The server answered {response.status_code} without a JSON body.",
-                                 status=response.status_code) from None
+        raise UnexpectedResponse(
+            f"The server answered {response.status_code} without a JSON body.", status=response.status_code
+        ) from None
 
 
 def attach_current(error: Conflict, record: Memory) -> None:
@@ -248,8 +256,15 @@ def record_id(memory: str | uuid.UUID | Memory) -> str:
 
 def write_call(draft: MemoryDraft) -> Call[Memory]:
     key = checked_idempotency_key(draft.idempotency_key) if draft.idempotency_key is not None else new_idempotency_key()
-    return Call("POST", "memories/", _memory, json=draft.to_json(), headers={"Idempotency-Key": key}, idempotent=True,
-                conflict_record=record_id(draft.supersedes) if draft.supersedes is not None else None)
+    return Call(
+        "POST",
+        "memories/",
+        _memory,
+        json=draft.to_json(),
+        headers={"Idempotency-Key": key},
+        idempotent=True,
+        conflict_record=record_id(draft.supersedes) if draft.supersedes is not None else None,
+    )
 
 
 def batch_calls(drafts: Iterable[MemoryDraft]) -> list[tuple[int, Call[list[BatchItemResult]]]]:
@@ -258,7 +273,7 @@ def batch_calls(drafts: Iterable[MemoryDraft]) -> list[tuple[int, Call[list[Batc
     drafts = list(drafts)
     calls = []
     for offset in range(0, len(drafts), BATCH_MAX_ITEMS):
-        chunk = drafts[offset:offset + BATCH_MAX_ITEMS]
+        chunk = drafts[offset : offset + BATCH_MAX_ITEMS]
         items = [{**draft.to_json(), "idempotency_key": draft.idempotency_key or new_idempotency_key()} for draft in chunk]
         calls.append((offset, Call("POST", "memories/batch/", _batch_results(offset), json={"items": items}, idempotent=True)))
     return calls
@@ -291,8 +306,9 @@ def merge_batches(parts: list[list[BatchItemResult]]) -> BatchResult:
     return BatchResult(results=tuple(result for part in parts for result in part))
 
 
-def recall_call(query: str, *, purpose: str, subject: str | None, kinds: Iterable[str] | None, limit: int | None,
-                token_budget: int | None) -> Call[RecallResult]:
+def recall_call(
+    query: str, *, purpose: str, subject: str | None, kinds: Iterable[str] | None, limit: int | None, token_budget: int | None
+) -> Call[RecallResult]:
     body: dict[str, Any] = {"query": query, "purpose": purpose}
     if subject is not None:
         body["subject"] = subject
@@ -351,8 +367,13 @@ def confirm_call(memory: str | Memory, *, expected_version: int | None, note: st
             raise TypeError("confirm() needs expected_version (or pass the Memory you looked at).")
         expected_version = memory.version
     memory_id = record_id(memory)
-    return Call("POST", api_path("memories", memory_id, "confirm"), _memory,
-                json={"expected_version": expected_version, "note": note}, conflict_record=memory_id)
+    return Call(
+        "POST",
+        api_path("memories", memory_id, "confirm"),
+        _memory,
+        json={"expected_version": expected_version, "note": note},
+        conflict_record=memory_id,
+    )
 
 
 def forget_call(subject: str, *, reason: str) -> Call[ForgetRequest]:

@@ -72,8 +72,12 @@ def _depth(value: Any) -> int:
     depth, level = 0, [value]
     while level:
         depth += 1
-        level = [child for item in level if isinstance(item, (dict, list))
-                 for child in (item.values() if isinstance(item, dict) else item)]
+        level = [
+            child
+            for item in level
+            if isinstance(item, (dict, list))
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
         if depth > MAX_NESTING:
             break
     return depth
@@ -92,20 +96,26 @@ def rejection(line: bytes) -> JSONRPCError | None:
         return _error(None, PARSE_ERROR, f"Parse error: the message is not valid JSON{detail}.")
     request_id = _usable_id(value)
     if _depth(value) > MAX_NESTING:
-        return _error(request_id, INVALID_REQUEST, f"Invalid Request: the message is nested deeper than {MAX_NESTING} "
-                                                   "levels.")
+        return _error(request_id, INVALID_REQUEST, f"Invalid Request: the message is nested deeper than {MAX_NESTING} levels.")
     if not _is_unicode(value):
-        return _error(request_id, INVALID_REQUEST, "Invalid Request: a string holds a lone surrogate (\\ud800-\\udfff), "
-                                                   "which is not Unicode text.")
+        return _error(
+            request_id,
+            INVALID_REQUEST,
+            "Invalid Request: a string holds a lone surrogate (\\ud800-\\udfff), which is not Unicode text.",
+        )
     if isinstance(value, dict) and "method" in value and "id" in value and request_id is None:
         # The SDK would read {"id": true, "method": ...} as a notification and never answer it.
         return _error(None, INVALID_REQUEST, "Invalid Request: a request's id must be a string or an integer.")
     try:
         jsonrpc_message_adapter.validate_json(line, by_name=False)  # as the SDK's transport will read it
     except ValidationError:
-        return _error(request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or "
-                                                   "response (an object with jsonrpc \"2.0\" and a method, or a result "
-                                                   "or error).")
+        return _error(
+            request_id,
+            INVALID_REQUEST,
+            "Invalid Request: not a JSON-RPC 2.0 request, notification or "
+            'response (an object with jsonrpc "2.0" and a method, or a result '
+            "or error).",
+        )
     return None
 
 
@@ -132,8 +142,7 @@ class CheckedLines:
             if line is None:
                 raise StopAsyncIteration
             if not line:
-                error = _error(None, INVALID_REQUEST, f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES} "
-                                                      "bytes.")
+                error = _error(None, INVALID_REQUEST, f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES} bytes.")
             elif not line.strip():
                 continue
             else:
@@ -193,14 +202,17 @@ def TextArg(*, min_length: int | None = None, max_length: int | None = None) -> 
 
 
 MemoryIdArg = Annotated[str, AfterValidator(_memory_id), WithJsonSchema({"type": "string", "format": "uuid"})]
-IdempotencyKeyArg = Annotated[str, AfterValidator(_idempotency_key),
-                              WithJsonSchema({"type": "string", "pattern": f"^{_core.IDEMPOTENCY_KEY_PATTERN}$"})]
+IdempotencyKeyArg = Annotated[
+    str, AfterValidator(_idempotency_key), WithJsonSchema({"type": "string", "pattern": f"^{_core.IDEMPOTENCY_KEY_PATTERN}$"})
+]
 
 
 def arguments_error_text(tool: str, error: ValidationError) -> str:
     """Field by field, without the rejected values (they are the caller's data) or pydantic's links."""
-    lines = [f"  {'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
-             for problem in error.errors(include_url=False, include_input=False, include_context=False)]
+    lines = [
+        f"  {'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+        for problem in error.errors(include_url=False, include_input=False, include_context=False)
+    ]
     return "\n".join([f"Error executing tool {tool}: invalid arguments, nothing was sent.", *lines])
 
 
@@ -226,9 +238,11 @@ class GuardedMCPServer(MCPServer[Any]):
             frames = traceback.extract_tb(cause.__traceback__)
             where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
             logger.error("Tool %r failed with %s%s", name, type(cause).__name__, where)
-            raise ToolError(f"Error executing tool {name}: it failed inside the MCP server ({type(cause).__name__}). "
-                            "It may or may not have reached the memory service: check with list_memories before "
-                            "repeating a write.") from None
+            raise ToolError(
+                f"Error executing tool {name}: it failed inside the MCP server ({type(cause).__name__}). "
+                "It may or may not have reached the memory service: check with list_memories before "
+                "repeating a write."
+            ) from None
         except ToolError as error:
             if isinstance(error.__cause__, ValidationError):
                 raise ToolError(arguments_error_text(name, error.__cause__)) from error.__cause__
@@ -240,6 +254,5 @@ class GuardedMCPServer(MCPServer[Any]):
         except ValueError:
             # A lone surrogate from the service (Python's json reads one) would break the SDK's
             # writer, and with it the server.
-            raise ToolError(f"Error executing tool {name}: the memory service answered with text that is not "
-                            "Unicode.") from None
+            raise ToolError(f"Error executing tool {name}: the memory service answered with text that is not Unicode.") from None
         return result

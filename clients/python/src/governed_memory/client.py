@@ -36,8 +36,9 @@ RETRYABLE_TRANSPORT_ERRORS = (httpx.NetworkError, httpx.TimeoutException, httpx.
 
 
 def _log_retry(call: Call[Any], why: str, delay: float, attempt: int, policy: RetryPolicy) -> None:
-    logger.info("Retrying %s %s after %s in %.2f s (attempt %d of %d)", call.method, call.path, why, delay,
-                attempt + 1, policy.attempts)
+    logger.info(
+        "Retrying %s %s after %s in %.2f s (attempt %d of %d)", call.method, call.path, why, delay, attempt + 1, policy.attempts
+    )
 
 
 class Client:
@@ -46,9 +47,16 @@ class Client:
     retries off); `transport` and `headers` pass through to httpx. Use it as a context manager,
     or call `close()`."""
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: httpx.Timeout | float | None = None,
-                 retry: RetryPolicy | None = None, transport: httpx.BaseTransport | None = None,
-                 headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: httpx.Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
         base, token = _core.settings_from_env(base_url, token)
         self.retry_policy = retry or RetryPolicy()
         self._http = httpx.Client(transport=transport, **_core.client_options(base, token, timeout, headers))
@@ -65,11 +73,25 @@ class Client:
     # ----------------------------------------------------------------------------------------
     # writes
 
-    def remember(self, content: str, *, subject: str, purpose: str, kind: str, provenance: Provenance, confidence: float,
-                 authority: str | None = None, ttl_seconds: int | None = None, expires_at: datetime | None = None,
-                 valid_from: datetime | None = None, valid_to: datetime | None = None,
-                 supersedes: str | Memory | None = None, supersedes_version: int | None = None,
-                 derived_from: Iterable[str | Memory] | None = None, idempotency_key: str | None = None) -> Memory:
+    def remember(
+        self,
+        content: str,
+        *,
+        subject: str,
+        purpose: str,
+        kind: str,
+        provenance: Provenance,
+        confidence: float,
+        authority: str | None = None,
+        ttl_seconds: int | None = None,
+        expires_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        supersedes: str | Memory | None = None,
+        supersedes_version: int | None = None,
+        derived_from: Iterable[str | Memory] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Memory:
         """Write one memory: a distilled claim with its source. `authority` defaults to the one
         the provenance's source carries (`Provenance.user_turn` -> user, `web_page` -> third
         party, ...). Returns the record: `active`, or `quarantined` (`awaiting_review`) until a
@@ -77,9 +99,21 @@ class Client:
         taken from it). The write carries an idempotency key (yours, or one made for this call)
         that every retry reuses, so it is stored once."""
         draft = _core.draft_from(
-            content, supersedes, supersedes_version, subject=subject, purpose=purpose, kind=kind, provenance=provenance,
-            confidence=confidence, authority=authority, ttl_seconds=ttl_seconds, expires_at=expires_at,
-            valid_from=valid_from, valid_to=valid_to, derived_from=derived_from, idempotency_key=idempotency_key,
+            content,
+            supersedes,
+            supersedes_version,
+            subject=subject,
+            purpose=purpose,
+            kind=kind,
+            provenance=provenance,
+            confidence=confidence,
+            authority=authority,
+            ttl_seconds=ttl_seconds,
+            expires_at=expires_at,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            derived_from=derived_from,
+            idempotency_key=idempotency_key,
         )
         return self._send(_core.write_call(draft))
 
@@ -103,12 +137,21 @@ class Client:
     # ----------------------------------------------------------------------------------------
     # reads
 
-    def recall(self, query: str = "", *, purpose: str, subject: str | None = None, kinds: Iterable[str] | None = None,
-               limit: int | None = None, token_budget: int | None = None) -> RecallResult:
+    def recall(
+        self,
+        query: str = "",
+        *,
+        purpose: str,
+        subject: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int | None = None,
+        token_budget: int | None = None,
+    ) -> RecallResult:
         """Active, unexpired memories for a task, best first, within `token_budget`.
         `result.to_prompt()` renders them as one block of dated, sourced lines."""
-        return self._send(_core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit,
-                                            token_budget=token_budget))
+        return self._send(
+            _core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit, token_budget=token_budget)
+        )
 
     def get(self, memory_id: str | Memory) -> Memory:
         """One memory by id (a UUID; anything else raises `InvalidArgument` without a request)."""
@@ -117,16 +160,40 @@ class Client:
     def forget_status(self, request: str | ForgetRequest) -> ForgetRequest:
         return self._send(_core.forget_status_call(request))
 
-    def list(self, *, status: str | None = None, kind: str | None = None, subject: str | None = None,
-             purpose: str | None = None, authority: str | None = None, trust: str | None = None,
-             source_type: str | None = None, created_after: datetime | None = None, created_before: datetime | None = None,
-             ordering: str | builtins.list[str] | None = None, page_size: int = 100, **filters: Any) -> Iterator[Memory]:
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        subject: str | None = None,
+        purpose: str | None = None,
+        authority: str | None = None,
+        trust: str | None = None,
+        source_type: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        ordering: str | builtins.list[str] | None = None,
+        page_size: int = 100,
+        **filters: Any,
+    ) -> Iterator[Memory]:
         """Every memory in scope matching the filters, fetching a page at a time as you iterate.
         Pass `ordering="created_at"` for an order that new writes do not shift while you page."""
-        params: dict[str, Any] | None = _core.list_params(dict(
-            status=status, kind=kind, subject=subject, purpose=purpose, authority=authority, trust=trust,
-            source_type=source_type, created_after=created_after, created_before=created_before, ordering=ordering,
-            **filters), page_size)
+        params: dict[str, Any] | None = _core.list_params(
+            dict(
+                status=status,
+                kind=kind,
+                subject=subject,
+                purpose=purpose,
+                authority=authority,
+                trust=trust,
+                source_type=source_type,
+                created_after=created_after,
+                created_before=created_before,
+                ordering=ordering,
+                **filters,
+            ),
+            page_size,
+        )
         while params is not None:
             page = self._send(_core.list_call(params))
             yield from page.memories
@@ -171,9 +238,16 @@ class AsyncClient:
     """The asynchronous twin of `Client` (asyncio or trio): the same methods, awaited; `list`
     is an async iterator. Use it with `async with`, or `await close()`."""
 
-    def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: httpx.Timeout | float | None = None,
-                 retry: RetryPolicy | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: httpx.Timeout | float | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
         base, token = _core.settings_from_env(base_url, token)
         self.retry_policy = retry or RetryPolicy()
         self._http = httpx.AsyncClient(transport=transport, **_core.client_options(base, token, timeout, headers))
@@ -187,17 +261,42 @@ class AsyncClient:
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def remember(self, content: str, *, subject: str, purpose: str, kind: str, provenance: Provenance,
-                       confidence: float, authority: str | None = None, ttl_seconds: int | None = None,
-                       expires_at: datetime | None = None, valid_from: datetime | None = None,
-                       valid_to: datetime | None = None, supersedes: str | Memory | None = None,
-                       supersedes_version: int | None = None, derived_from: Iterable[str | Memory] | None = None,
-                       idempotency_key: str | None = None) -> Memory:
+    async def remember(
+        self,
+        content: str,
+        *,
+        subject: str,
+        purpose: str,
+        kind: str,
+        provenance: Provenance,
+        confidence: float,
+        authority: str | None = None,
+        ttl_seconds: int | None = None,
+        expires_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        supersedes: str | Memory | None = None,
+        supersedes_version: int | None = None,
+        derived_from: Iterable[str | Memory] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Memory:
         """See `Client.remember`."""
         draft = _core.draft_from(
-            content, supersedes, supersedes_version, subject=subject, purpose=purpose, kind=kind, provenance=provenance,
-            confidence=confidence, authority=authority, ttl_seconds=ttl_seconds, expires_at=expires_at,
-            valid_from=valid_from, valid_to=valid_to, derived_from=derived_from, idempotency_key=idempotency_key,
+            content,
+            supersedes,
+            supersedes_version,
+            subject=subject,
+            purpose=purpose,
+            kind=kind,
+            provenance=provenance,
+            confidence=confidence,
+            authority=authority,
+            ttl_seconds=ttl_seconds,
+            expires_at=expires_at,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            derived_from=derived_from,
+            idempotency_key=idempotency_key,
         )
         return await self._send(_core.write_call(draft))
 
@@ -213,12 +312,20 @@ class AsyncClient:
         """See `Client.forget`."""
         return await self._send(_core.forget_call(subject, reason=reason))
 
-    async def recall(self, query: str = "", *, purpose: str, subject: str | None = None,
-                     kinds: Iterable[str] | None = None, limit: int | None = None,
-                     token_budget: int | None = None) -> RecallResult:
+    async def recall(
+        self,
+        query: str = "",
+        *,
+        purpose: str,
+        subject: str | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int | None = None,
+        token_budget: int | None = None,
+    ) -> RecallResult:
         """See `Client.recall`."""
-        return await self._send(_core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit,
-                                                  token_budget=token_budget))
+        return await self._send(
+            _core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit, token_budget=token_budget)
+        )
 
     async def get(self, memory_id: str | Memory) -> Memory:
         return await self._send(_core.get_call(memory_id))
@@ -226,16 +333,39 @@ class AsyncClient:
     async def forget_status(self, request: str | ForgetRequest) -> ForgetRequest:
         return await self._send(_core.forget_status_call(request))
 
-    async def list(self, *, status: str | None = None, kind: str | None = None, subject: str | None = None,
-                   purpose: str | None = None, authority: str | None = None, trust: str | None = None,
-                   source_type: str | None = None, created_after: datetime | None = None,
-                   created_before: datetime | None = None, ordering: str | builtins.list[str] | None = None,
-                   page_size: int = 100, **filters: Any) -> AsyncIterator[Memory]:
+    async def list(
+        self,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        subject: str | None = None,
+        purpose: str | None = None,
+        authority: str | None = None,
+        trust: str | None = None,
+        source_type: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        ordering: str | builtins.list[str] | None = None,
+        page_size: int = 100,
+        **filters: Any,
+    ) -> AsyncIterator[Memory]:
         """See `Client.list`: `async for memory in client.list(...)`."""
-        params: dict[str, Any] | None = _core.list_params(dict(
-            status=status, kind=kind, subject=subject, purpose=purpose, authority=authority, trust=trust,
-            source_type=source_type, created_after=created_after, created_before=created_before, ordering=ordering,
-            **filters), page_size)
+        params: dict[str, Any] | None = _core.list_params(
+            dict(
+                status=status,
+                kind=kind,
+                subject=subject,
+                purpose=purpose,
+                authority=authority,
+                trust=trust,
+                source_type=source_type,
+                created_after=created_after,
+                created_before=created_before,
+                ordering=ordering,
+                **filters,
+            ),
+            page_size,
+        )
         while params is not None:
             page = await self._send(_core.list_call(params))
             for memory in page.memories:

@@ -116,8 +116,13 @@ class ServerError(APIError):
 
 
 _BY_STATUS: dict[int, type[APIError]] = {
-    400: ValidationError, 413: ValidationError, 415: ValidationError,
-    401: AuthenticationError, 403: ScopeDenied, 404: NotFound, 409: Conflict,
+    400: ValidationError,
+    413: ValidationError,
+    415: ValidationError,
+    401: AuthenticationError,
+    403: ScopeDenied,
+    404: NotFound,
+    409: Conflict,
 }
 
 

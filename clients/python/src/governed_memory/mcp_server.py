@@ -130,8 +130,12 @@ def provenance_view(provenance: Provenance | None) -> dict[str, Any] | None:
     if provenance is None:
         return None
     return {
-        "source_type": provenance.source_type, "uri": provenance.uri, "session_id": provenance.session_id,
-        "turn_id": provenance.turn_id, "tool": provenance.tool, "source_version": provenance.source_version,
+        "source_type": provenance.source_type,
+        "uri": provenance.uri,
+        "session_id": provenance.session_id,
+        "turn_id": provenance.turn_id,
+        "tool": provenance.tool,
+        "source_version": provenance.source_version,
         "observed_at": provenance.observed_at.isoformat() if provenance.observed_at else None,
         "contaminated": provenance.contaminated,
     }
@@ -143,31 +147,57 @@ def _iso(value: datetime | None) -> str | None:
 
 def memory_view(memory: Memory) -> dict[str, Any]:
     return {
-        "id": memory.id, "status": memory.status, "awaiting_review": memory.awaiting_review, "version": memory.version,
-        "kind": memory.kind, "subject": memory.subject, "purpose": memory.purpose, "content": memory.content,
-        "authority": memory.authority, "trust": memory.trust, "confidence": memory.confidence,
-        "provenance": provenance_view(memory.provenance), "quarantine_reason": memory.quarantine_reason,
-        "created_at": _iso(memory.created_at), "confirmed_at": _iso(memory.confirmed_at),
-        "expires_at": _iso(memory.expires_at), "supersedes": memory.supersedes, "superseded_by": memory.superseded_by,
+        "id": memory.id,
+        "status": memory.status,
+        "awaiting_review": memory.awaiting_review,
+        "version": memory.version,
+        "kind": memory.kind,
+        "subject": memory.subject,
+        "purpose": memory.purpose,
+        "content": memory.content,
+        "authority": memory.authority,
+        "trust": memory.trust,
+        "confidence": memory.confidence,
+        "provenance": provenance_view(memory.provenance),
+        "quarantine_reason": memory.quarantine_reason,
+        "created_at": _iso(memory.created_at),
+        "confirmed_at": _iso(memory.confirmed_at),
+        "expires_at": _iso(memory.expires_at),
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
     }
 
 
 def recall_item_view(item: RecallItem) -> dict[str, Any]:
     return {
-        "id": item.id, "kind": item.kind, "subject": item.subject, "content": item.content,
-        "authority": item.authority, "trust": item.trust, "confidence": item.confidence,
-        "provenance": provenance_view(item.provenance), "created_at": _iso(item.created_at),
-        "confirmed_at": _iso(item.confirmed_at), "expires_at": _iso(item.expires_at), "score": item.score,
+        "id": item.id,
+        "kind": item.kind,
+        "subject": item.subject,
+        "content": item.content,
+        "authority": item.authority,
+        "trust": item.trust,
+        "confidence": item.confidence,
+        "provenance": provenance_view(item.provenance),
+        "created_at": _iso(item.created_at),
+        "confirmed_at": _iso(item.confirmed_at),
+        "expires_at": _iso(item.expires_at),
+        "score": item.score,
         "context": item.context,
     }
 
 
 def forget_view(request: ForgetRequest) -> dict[str, Any]:
     return {
-        "id": request.id, "subject": request.subject, "status": request.status, "affected": request.affected,
-        "requested_at": _iso(request.requested_at), "completed_at": _iso(request.completed_at),
-        "receipts": [{"artifact": r.artifact, "removed": r.removed, "completed_at": _iso(r.completed_at), "note": r.note}
-                     for r in request.receipts],
+        "id": request.id,
+        "subject": request.subject,
+        "status": request.status,
+        "affected": request.affected,
+        "requested_at": _iso(request.requested_at),
+        "completed_at": _iso(request.completed_at),
+        "receipts": [
+            {"artifact": r.artifact, "removed": r.removed, "completed_at": _iso(r.completed_at), "note": r.note}
+            for r in request.receipts
+        ],
     }
 
 
@@ -183,17 +213,23 @@ def remember_text(memory: Memory) -> str:
         where += "; this write was already stored, nothing new was written"
     if memory.awaiting_review:
         reason = f" Reason: {memory.quarantine_reason}" if memory.quarantine_reason else ""
-        return (f"QUARANTINED: memory {memory.id} awaits human review. It is stored ({where}, trust {memory.trust}) "
-                f"but will not be recalled until a reviewer promotes it.{reason} Do not write it again; carry on "
-                f"without relying on it.")
-    return (f"Stored memory {memory.id}: {memory.status}, trust {memory.trust}, {where}, version {memory.version}. "
-            f"It can be recalled from now on.")
+        return (
+            f"QUARANTINED: memory {memory.id} awaits human review. It is stored ({where}, trust {memory.trust}) "
+            f"but will not be recalled until a reviewer promotes it.{reason} Do not write it again; carry on "
+            f"without relying on it."
+        )
+    return (
+        f"Stored memory {memory.id}: {memory.status}, trust {memory.trust}, {where}, version {memory.version}. "
+        f"It can be recalled from now on."
+    )
 
 
 def memory_line(memory: Memory) -> str:
     content = memory.content if memory.content is not None else "(forgotten)"
-    return (f"- {memory.id} v{memory.version} {memory.status} ({memory.trust}) [{memory.kind} | {memory.authority} | "
-            f"{memory.subject} | source {_source(memory.provenance)}] {content}")
+    return (
+        f"- {memory.id} v{memory.version} {memory.status} ({memory.trust}) [{memory.kind} | {memory.authority} | "
+        f"{memory.subject} | source {_source(memory.provenance)}] {content}"
+    )
 
 
 def tool_error_text(error: GovernedMemoryError) -> str:
@@ -201,8 +237,10 @@ def tool_error_text(error: GovernedMemoryError) -> str:
     do about a conflict or a refusal."""
     text = str(error)
     if isinstance(error, Conflict) and error.current_version is not None:
-        text += (f"\nThe memory is now at version {error.current_version}"
-                 f"{f' (status {error.current.status})' if error.current else ''}: re-check it, then use that version.")
+        text += (
+            f"\nThe memory is now at version {error.current_version}"
+            f"{f' (status {error.current.status})' if error.current else ''}: re-check it, then use that version."
+        )
     elif isinstance(error, ScopeDenied):
         text += "\nYour token does not allow this; do not retry with other values to get around it."
     elif isinstance(error, InvalidArgument):
@@ -221,8 +259,12 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     from governed_memory._mcp_guard import GuardedMCPServer, IdempotencyKeyArg, MemoryIdArg, TextArg
     from governed_memory._version import __version__
 
-    server = GuardedMCPServer("governed-memory", instructions=INSTRUCTIONS, version=__version__,
-                       log_level=os.environ.get(LOG_LEVEL_ENV, "WARNING").upper())  # type: ignore[arg-type]
+    server = GuardedMCPServer(
+        "governed-memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level=os.environ.get(LOG_LEVEL_ENV, "WARNING").upper(),
+    )  # type: ignore[arg-type]
     purpose_help = _purpose_field(default_purpose)
 
     def result(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -240,105 +282,200 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
         except GovernedMemoryError as error:
             raise ToolError(tool_error_text(error)) from None
 
-    @server.tool(description=REMEMBER, annotations=ToolAnnotations(title="Remember", read_only_hint=False,
-                                                                   destructive_hint=False, idempotent_hint=False))
+    @server.tool(
+        description=REMEMBER,
+        annotations=ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
     async def remember(
-        content: Annotated[TextArg(min_length=1), Field(description=(
-            "One distilled claim as a sentence, e.g. 'Prefers email over phone.'. Not a transcript."))],
-        subject: Annotated[TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS), Field(description=(
-            "Who or what it is about, e.g. 'customer/acme'."))],
-        source_type: Annotated[SourceTypeArg, Field(description=(
-            "Where the claim came from: user_turn (the user said it), tool_output (a tool returned it), web_page, "
-            "document, agent_inference (your own conclusion), operator_config, import."))],
-        confidence: Annotated[float, Field(ge=0, le=1, description=(
-            "How sure you are the claim is right, in [0, 1]. A claim, never treated as verification."))],
-        kind: Annotated[TextArg(min_length=1, max_length=KIND_MAX_CHARS), Field(description=(
-            "The memory kind, which sets its time to live: preference, semantic (a fact), procedural (how to do "
-            "something), episodic (an event), working_note (short-lived)."))] = "semantic",
+        content: Annotated[
+            TextArg(min_length=1),
+            Field(description=("One distilled claim as a sentence, e.g. 'Prefers email over phone.'. Not a transcript.")),
+        ],
+        subject: Annotated[
+            TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS),
+            Field(description=("Who or what it is about, e.g. 'customer/acme'.")),
+        ],
+        source_type: Annotated[
+            SourceTypeArg,
+            Field(
+                description=(
+                    "Where the claim came from: user_turn (the user said it), tool_output (a tool returned it), web_page, "
+                    "document, agent_inference (your own conclusion), operator_config, import."
+                )
+            ),
+        ],
+        confidence: Annotated[
+            float,
+            Field(
+                ge=0,
+                le=1,
+                description=("How sure you are the claim is right, in [0, 1]. A claim, never treated as verification."),
+            ),
+        ],
+        kind: Annotated[
+            TextArg(min_length=1, max_length=KIND_MAX_CHARS),
+            Field(
+                description=(
+                    "The memory kind, which sets its time to live: preference, semantic (a fact), procedural (how to do "
+                    "something), episodic (an event), working_note (short-lived)."
+                )
+            ),
+        ] = "semantic",
         purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
-        authority: Annotated[AuthorityArg | None, Field(description=(
-            f"Whose authority the claim carries. Leave empty to use the one that fits the source ({_SOURCES})."))] = None,
-        session_id: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
-            "This conversation's id (user_turn and tool_output need it, or a source_uri)."))] = None,
-        turn_id: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
-            "The turn of the conversation the claim came from."))] = None,
-        source_uri: Annotated[TextArg(max_length=URI_MAX_CHARS) | None, Field(description=(
-            "The source's address: the page URL, document path or tool call reference (web_page and document need "
-            "it)."))] = None,
-        tool_name: Annotated[TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=(
-            "The tool's name (tool_output needs it)."))] = None,
-        observed_at: Annotated[TextArg(max_length=DATETIME_MAX_CHARS) | None, Field(description=(
-            "When the source said it, ISO 8601 with a zone, e.g. 2026-11-29T10:00:00Z."))] = None,
-        contaminated: Annotated[bool, Field(description=(
-            "True if this conversation has read web pages, tool output or documents before this claim; the memory "
-            "then awaits human review."))] = False,
-        ttl_seconds: Annotated[int | None, Field(ge=1, le=TTL_MAX_SECONDS, description=(
-            "Time to live in seconds; empty for the kind's default."))] = None,
-        supersedes: Annotated[MemoryIdArg | None, Field(description="The id (a UUID) of the memory this one "
-                                                                 "corrects.")] = None,
-        supersedes_version: Annotated[int | None, Field(ge=1, le=VERSION_MAX, description=(
-            "That memory's current version (required with supersedes)."))] = None,
-        idempotency_key: Annotated[IdempotencyKeyArg | None, Field(description=(
-            "Optional: the same key on a repeated attempt of the same write stores it once. 1 to "
-            f"{IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters, no spaces."))] = None,
+        authority: Annotated[
+            AuthorityArg | None,
+            Field(
+                description=(f"Whose authority the claim carries. Leave empty to use the one that fits the source ({_SOURCES}).")
+            ),
+        ] = None,
+        session_id: Annotated[
+            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None,
+            Field(description=("This conversation's id (user_turn and tool_output need it, or a source_uri).")),
+        ] = None,
+        turn_id: Annotated[
+            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None,
+            Field(description=("The turn of the conversation the claim came from.")),
+        ] = None,
+        source_uri: Annotated[
+            TextArg(max_length=URI_MAX_CHARS) | None,
+            Field(
+                description=(
+                    "The source's address: the page URL, document path or tool call reference (web_page and document need it)."
+                )
+            ),
+        ] = None,
+        tool_name: Annotated[
+            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=("The tool's name (tool_output needs it)."))
+        ] = None,
+        observed_at: Annotated[
+            TextArg(max_length=DATETIME_MAX_CHARS) | None,
+            Field(description=("When the source said it, ISO 8601 with a zone, e.g. 2026-11-29T10:00:00Z.")),
+        ] = None,
+        contaminated: Annotated[
+            bool,
+            Field(
+                description=(
+                    "True if this conversation has read web pages, tool output or documents before this claim; the memory "
+                    "then awaits human review."
+                )
+            ),
+        ] = False,
+        ttl_seconds: Annotated[
+            int | None, Field(ge=1, le=TTL_MAX_SECONDS, description=("Time to live in seconds; empty for the kind's default."))
+        ] = None,
+        supersedes: Annotated[MemoryIdArg | None, Field(description="The id (a UUID) of the memory this one corrects.")] = None,
+        supersedes_version: Annotated[
+            int | None, Field(ge=1, le=VERSION_MAX, description=("That memory's current version (required with supersedes)."))
+        ] = None,
+        idempotency_key: Annotated[
+            IdempotencyKeyArg | None,
+            Field(
+                description=(
+                    "Optional: the same key on a repeated attempt of the same write stores it once. 1 to "
+                    f"{IDEMPOTENCY_KEY_MAX_CHARS} visible ASCII characters, no spaces."
+                )
+            ),
+        ] = None,
     ) -> CallToolResult:
         observed = parse_datetime(observed_at) if observed_at else None
         if observed_at and observed is None:
             raise ToolError("observed_at must be an ISO 8601 date-time with a zone, e.g. 2026-11-29T10:00:00Z.")
-        provenance = Provenance(source_type, uri=source_uri, session_id=session_id, turn_id=turn_id, tool=tool_name,
-                                observed_at=observed, contaminated=contaminated)
-        memory = await call(lambda client: client.remember(
-            content, subject=subject, purpose=purpose_of(purpose), kind=kind, provenance=provenance,
-            confidence=confidence, authority=authority, ttl_seconds=ttl_seconds, supersedes=supersedes,
-            supersedes_version=supersedes_version, idempotency_key=idempotency_key,
-        ))
+        provenance = Provenance(
+            source_type,
+            uri=source_uri,
+            session_id=session_id,
+            turn_id=turn_id,
+            tool=tool_name,
+            observed_at=observed,
+            contaminated=contaminated,
+        )
+        memory = await call(
+            lambda client: client.remember(
+                content,
+                subject=subject,
+                purpose=purpose_of(purpose),
+                kind=kind,
+                provenance=provenance,
+                confidence=confidence,
+                authority=authority,
+                ttl_seconds=ttl_seconds,
+                supersedes=supersedes,
+                supersedes_version=supersedes_version,
+                idempotency_key=idempotency_key,
+            )
+        )
         return result(remember_text(memory), memory_view(memory))
 
     @server.tool(description=RECALL, annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     async def recall(
-        query: Annotated[TextArg(max_length=RECALL_QUERY_MAX_CHARS), Field(description=(
-            "What you need to know, in words."))],
+        query: Annotated[TextArg(max_length=RECALL_QUERY_MAX_CHARS), Field(description=("What you need to know, in words."))],
         purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
-        subject: Annotated[TextArg(max_length=SUBJECT_MAX_CHARS) | None, Field(description=(
-            "Only memories about this subject, e.g. 'customer/acme'."))] = None,
-        kinds: Annotated[list[TextArg(min_length=1, max_length=KIND_MAX_CHARS)] | None, Field(
-            max_length=RECALL_KINDS_MAX_ITEMS, description="Only these kinds, e.g. ['preference'].")] = None,
+        subject: Annotated[
+            TextArg(max_length=SUBJECT_MAX_CHARS) | None,
+            Field(description=("Only memories about this subject, e.g. 'customer/acme'.")),
+        ] = None,
+        kinds: Annotated[
+            list[TextArg(min_length=1, max_length=KIND_MAX_CHARS)] | None,
+            Field(max_length=RECALL_KINDS_MAX_ITEMS, description="Only these kinds, e.g. ['preference']."),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=RECALL_LIMIT_MAX, description="At most this many memories.")] = 10,
-        token_budget: Annotated[int | None, Field(ge=1, le=TOKEN_BUDGET_MAX,
-                                                  description="Fill at most about this many tokens.")] = None,
+        token_budget: Annotated[
+            int | None, Field(ge=1, le=TOKEN_BUDGET_MAX, description="Fill at most about this many tokens.")
+        ] = None,
     ) -> CallToolResult:
-        recalled = await call(lambda client: client.recall(query, purpose=purpose_of(purpose), subject=subject,
-                                                           kinds=kinds or None, limit=limit, token_budget=token_budget))
+        recalled = await call(
+            lambda client: client.recall(
+                query, purpose=purpose_of(purpose), subject=subject, kinds=kinds or None, limit=limit, token_budget=token_budget
+            )
+        )
         text = recalled.to_prompt() or "No active memory matched. (Quarantined memories are never recalled.)"
-        return result(text, {
-            "note": PROMPT_HEADER, "items": [recall_item_view(item) for item in recalled],
-            "tokens_used": recalled.tokens_used, "omitted_for_budget": recalled.omitted_for_budget,
-        })
+        return result(
+            text,
+            {
+                "note": PROMPT_HEADER,
+                "items": [recall_item_view(item) for item in recalled],
+                "tokens_used": recalled.tokens_used,
+                "omitted_for_budget": recalled.omitted_for_budget,
+            },
+        )
 
-    @server.tool(description=FORGET, annotations=ToolAnnotations(title="Forget a subject", read_only_hint=False,
-                                                                 destructive_hint=True, idempotent_hint=True))
+    @server.tool(
+        description=FORGET,
+        annotations=ToolAnnotations(title="Forget a subject", read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+    )
     async def forget(
-        subject: Annotated[TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS), Field(description=(
-            "Every memory about this subject is forgotten, e.g. 'customer/acme'."))],
-        reason: Annotated[TextArg(max_length=NOTE_MAX_CHARS), Field(description=(
-            "Why, e.g. 'erasure request from the user'. No personal data."))] = "",
+        subject: Annotated[
+            TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS),
+            Field(description=("Every memory about this subject is forgotten, e.g. 'customer/acme'.")),
+        ],
+        reason: Annotated[
+            TextArg(max_length=NOTE_MAX_CHARS),
+            Field(description=("Why, e.g. 'erasure request from the user'. No personal data.")),
+        ] = "",
     ) -> CallToolResult:
         request = await call(lambda client: client.forget(subject, reason=reason))
-        text = (f"Forget request {request.id}: {request.affected} memories about {subject!r} are no longer recalled. "
-                f"Propagation to derived copies is {request.status}.")
+        text = (
+            f"Forget request {request.id}: {request.affected} memories about {subject!r} are no longer recalled. "
+            f"Propagation to derived copies is {request.status}."
+        )
         return result(text, forget_view(request))
 
-    @server.tool(description=CONFIRM, annotations=ToolAnnotations(title="Confirm", read_only_hint=False,
-                                                                  destructive_hint=False, idempotent_hint=False))
+    @server.tool(
+        description=CONFIRM,
+        annotations=ToolAnnotations(title="Confirm", read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    )
     async def confirm(
         memory_id: Annotated[MemoryIdArg, Field(description="The memory's id (a UUID).")],
         expected_version: Annotated[int, Field(ge=1, le=VERSION_MAX, description="The version you re-checked.")],
-        note: Annotated[TextArg(max_length=NOTE_MAX_CHARS), Field(description=(
-            "How you re-checked it; kept in the memory's history."))] = "",
+        note: Annotated[
+            TextArg(max_length=NOTE_MAX_CHARS), Field(description=("How you re-checked it; kept in the memory's history."))
+        ] = "",
     ) -> CallToolResult:
         memory = await call(lambda client: client.confirm(memory_id, expected_version=expected_version, note=note))
-        text = (f"Confirmed memory {memory.id}: {memory.status}, trust {memory.trust}, now version {memory.version}, "
-                f"confirmed {_iso(memory.confirmed_at)}.")
+        text = (
+            f"Confirmed memory {memory.id}: {memory.status}, trust {memory.trust}, now version {memory.version}, "
+            f"confirmed {_iso(memory.confirmed_at)}."
+        )
         return result(text, memory_view(memory))
 
     @server.tool(description=LIST, annotations=ToolAnnotations(title="List memories", read_only_hint=True))
@@ -351,8 +488,9 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     ) -> CallToolResult:
         async def fetch(client: AsyncClient) -> list[Memory]:
             found: list[Memory] = []
-            async for memory in client.list(status=status, subject=subject, purpose=purpose, kind=kind,
-                                            page_size=min(limit, LIST_LIMIT_MAX)):
+            async for memory in client.list(
+                status=status, subject=subject, purpose=purpose, kind=kind, page_size=min(limit, LIST_LIMIT_MAX)
+            ):
                 found.append(memory)
                 if len(found) >= limit:
                     break
@@ -372,10 +510,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="governed-memory-mcp",
         description=f"MCP server for governed memory. Environment: {URL_ENV}, {TOKEN_ENV}, "
-                    f"optional {PURPOSE_ENV} and {LOG_LEVEL_ENV}.",
+        f"optional {PURPOSE_ENV} and {LOG_LEVEL_ENV}.",
     )
-    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio",
-                        help="stdio (default; for a desktop agent) or streamable-http")
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "streamable-http"],
+        default="stdio",
+        help="stdio (default; for a desktop agent) or streamable-http",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="streamable-http: address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="streamable-http: port (default 8765)")
     parser.add_argument("--path", default="/mcp", help="streamable-http: endpoint path (default /mcp)")

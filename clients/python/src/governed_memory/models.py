@@ -64,46 +64,96 @@ class Provenance:
         return DEFAULT_AUTHORITY.get(self.source_type, "agent")
 
     @classmethod
-    def user_turn(cls, session: str, turn: str | int, *, uri: str | None = None, observed_at: datetime | None = None,
-                  contaminated: bool = False) -> Provenance:
+    def user_turn(
+        cls,
+        session: str,
+        turn: str | int,
+        *,
+        uri: str | None = None,
+        observed_at: datetime | None = None,
+        contaminated: bool = False,
+    ) -> Provenance:
         """What the end user said in `session` at `turn`: authority `user` (admitted without
         review from a clean session)."""
         session, turn = str(session), str(turn)
-        return cls("user_turn", uri=uri or f"chat://session/{session}#turn-{turn}", session_id=session, turn_id=turn,
-                   observed_at=observed_at, contaminated=contaminated)
+        return cls(
+            "user_turn",
+            uri=uri or f"chat://session/{session}#turn-{turn}",
+            session_id=session,
+            turn_id=turn,
+            observed_at=observed_at,
+            contaminated=contaminated,
+        )
 
     @classmethod
-    def web_page(cls, url: str, *, version: str | None = None, observed_at: datetime | None = None,
-                 session: str | None = None) -> Provenance:
+    def web_page(
+        cls, url: str, *, version: str | None = None, observed_at: datetime | None = None, session: str | None = None
+    ) -> Provenance:
         """Read from a web page: authority `third_party`, always reviewed before it is recalled."""
         return cls("web_page", uri=url, source_version=version, observed_at=observed_at, session_id=session)
 
     @classmethod
-    def tool_output(cls, tool: str, *, session: str | None = None, turn: str | int | None = None,
-                    uri: str | None = None, version: str | None = None, observed_at: datetime | None = None,
-                    contaminated: bool = False) -> Provenance:
+    def tool_output(
+        cls,
+        tool: str,
+        *,
+        session: str | None = None,
+        turn: str | int | None = None,
+        uri: str | None = None,
+        version: str | None = None,
+        observed_at: datetime | None = None,
+        contaminated: bool = False,
+    ) -> Provenance:
         """Returned by a tool (`tool` is its name; give the `session` or the `uri` it read):
         authority `third_party`, always reviewed before it is recalled."""
-        return cls("tool_output", uri=uri, session_id=session, turn_id=None if turn is None else str(turn), tool=tool,
-                   source_version=version, observed_at=observed_at, contaminated=contaminated)
+        return cls(
+            "tool_output",
+            uri=uri,
+            session_id=session,
+            turn_id=None if turn is None else str(turn),
+            tool=tool,
+            source_version=version,
+            observed_at=observed_at,
+            contaminated=contaminated,
+        )
 
     @classmethod
-    def document(cls, uri: str, *, version: str | None = None, observed_at: datetime | None = None,
-                 session: str | None = None, contaminated: bool = False) -> Provenance:
+    def document(
+        cls,
+        uri: str,
+        *,
+        version: str | None = None,
+        observed_at: datetime | None = None,
+        session: str | None = None,
+        contaminated: bool = False,
+    ) -> Provenance:
         """Read from a document at `uri`: authority `third_party`, reviewed."""
-        return cls("document", uri=uri, source_version=version, observed_at=observed_at, session_id=session,
-                   contaminated=contaminated)
+        return cls(
+            "document", uri=uri, source_version=version, observed_at=observed_at, session_id=session, contaminated=contaminated
+        )
 
     @classmethod
-    def agent_inference(cls, *, session: str | None = None, turn: str | int | None = None,
-                        observed_at: datetime | None = None, contaminated: bool = False) -> Provenance:
+    def agent_inference(
+        cls,
+        *,
+        session: str | None = None,
+        turn: str | int | None = None,
+        observed_at: datetime | None = None,
+        contaminated: bool = False,
+    ) -> Provenance:
         """The agent's own conclusion: authority `agent`, always reviewed."""
-        return cls("agent_inference", session_id=session, turn_id=None if turn is None else str(turn),
-                   observed_at=observed_at, contaminated=contaminated)
+        return cls(
+            "agent_inference",
+            session_id=session,
+            turn_id=None if turn is None else str(turn),
+            observed_at=observed_at,
+            contaminated=contaminated,
+        )
 
     @classmethod
-    def operator_config(cls, *, uri: str | None = None, version: str | None = None,
-                        observed_at: datetime | None = None) -> Provenance:
+    def operator_config(
+        cls, *, uri: str | None = None, version: str | None = None, observed_at: datetime | None = None
+    ) -> Provenance:
         """Configured by the operator: authority `operator` (the token needs that capability)."""
         return cls("operator_config", uri=uri, source_version=version, observed_at=observed_at)
 
@@ -114,17 +164,27 @@ class Provenance:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "source_type": self.source_type, "uri": self.uri, "session_id": self.session_id, "turn_id": self.turn_id,
-            "tool": self.tool, "source_version": self.source_version,
-            "observed_at": _iso(self.observed_at), "contaminated": self.contaminated,
+            "source_type": self.source_type,
+            "uri": self.uri,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "tool": self.tool,
+            "source_version": self.source_version,
+            "observed_at": _iso(self.observed_at),
+            "contaminated": self.contaminated,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Provenance:
         return cls(
-            source_type=str(data.get("source_type") or ""), uri=data.get("uri"), session_id=data.get("session_id"),
-            turn_id=data.get("turn_id"), tool=data.get("tool"), source_version=data.get("source_version"),
-            observed_at=parse_datetime(data.get("observed_at")), contaminated=bool(data.get("contaminated", False)),
+            source_type=str(data.get("source_type") or ""),
+            uri=data.get("uri"),
+            session_id=data.get("session_id"),
+            turn_id=data.get("turn_id"),
+            tool=data.get("tool"),
+            source_version=data.get("source_version"),
+            observed_at=parse_datetime(data.get("observed_at")),
+            contaminated=bool(data.get("contaminated", False)),
         )
 
 
@@ -156,13 +216,21 @@ class MemoryDraft:
     def to_json(self) -> dict[str, Any]:
         """The write body (`POST /api/v1/memories/`); optional fields left out when not given."""
         body: dict[str, Any] = {
-            "kind": self.kind, "subject": self.subject, "purpose": self.purpose, "content": self.content,
-            "authority": self.authority or self.provenance.default_authority, "confidence": self.confidence,
+            "kind": self.kind,
+            "subject": self.subject,
+            "purpose": self.purpose,
+            "content": self.content,
+            "authority": self.authority or self.provenance.default_authority,
+            "confidence": self.confidence,
             "provenance": self.provenance.to_json(),
         }
         optional = {
-            "ttl_seconds": self.ttl_seconds, "expires_at": _iso(self.expires_at), "valid_from": _iso(self.valid_from),
-            "valid_to": _iso(self.valid_to), "supersedes": self.supersedes, "supersedes_version": self.supersedes_version,
+            "ttl_seconds": self.ttl_seconds,
+            "expires_at": _iso(self.expires_at),
+            "valid_from": _iso(self.valid_from),
+            "valid_to": _iso(self.valid_to),
+            "supersedes": self.supersedes,
+            "supersedes_version": self.supersedes_version,
             "derived_from": list(self.derived_from) if self.derived_from else None,
         }
         body.update({name: value for name, value in optional.items() if value is not None})
@@ -208,19 +276,37 @@ class Memory:
     @classmethod
     def from_json(cls, data: Any, *, replayed: bool = False) -> Memory:
         data = _object(data, "memory")
-        return _read(lambda: cls(
-            id=str(data["id"]), status=str(data["status"]), version=int(data["version"]),
-            kind=str(data.get("kind") or ""), subject=str(data.get("subject") or ""), purpose=str(data.get("purpose") or ""),
-            content=data.get("content"), authority=str(data.get("authority") or ""), trust=str(data.get("trust") or ""),
-            confidence=float(data.get("confidence") or 0.0), provenance=_provenance(data.get("provenance")),
-            tenant=data.get("tenant"), agent=data.get("agent"), content_hash=data.get("content_hash"),
-            quarantine_reason=data.get("quarantine_reason"),
-            created_at=parse_datetime(data.get("created_at")), confirmed_at=parse_datetime(data.get("confirmed_at")),
-            expires_at=parse_datetime(data.get("expires_at")), valid_from=parse_datetime(data.get("valid_from")),
-            valid_to=parse_datetime(data.get("valid_to")), last_used_at=parse_datetime(data.get("last_used_at")),
-            reviewed_at=parse_datetime(data.get("reviewed_at")), supersedes=_opt_str(data.get("supersedes")),
-            superseded_by=_opt_str(data.get("superseded_by")), replayed=replayed, raw=dict(data),
-        ), "memory")
+        return _read(
+            lambda: cls(
+                id=str(data["id"]),
+                status=str(data["status"]),
+                version=int(data["version"]),
+                kind=str(data.get("kind") or ""),
+                subject=str(data.get("subject") or ""),
+                purpose=str(data.get("purpose") or ""),
+                content=data.get("content"),
+                authority=str(data.get("authority") or ""),
+                trust=str(data.get("trust") or ""),
+                confidence=float(data.get("confidence") or 0.0),
+                provenance=_provenance(data.get("provenance")),
+                tenant=data.get("tenant"),
+                agent=data.get("agent"),
+                content_hash=data.get("content_hash"),
+                quarantine_reason=data.get("quarantine_reason"),
+                created_at=parse_datetime(data.get("created_at")),
+                confirmed_at=parse_datetime(data.get("confirmed_at")),
+                expires_at=parse_datetime(data.get("expires_at")),
+                valid_from=parse_datetime(data.get("valid_from")),
+                valid_to=parse_datetime(data.get("valid_to")),
+                last_used_at=parse_datetime(data.get("last_used_at")),
+                reviewed_at=parse_datetime(data.get("reviewed_at")),
+                supersedes=_opt_str(data.get("supersedes")),
+                superseded_by=_opt_str(data.get("superseded_by")),
+                replayed=replayed,
+                raw=dict(data),
+            ),
+            "memory",
+        )
 
 
 @dataclass(frozen=True)
@@ -249,15 +335,27 @@ class RecallItem:
     def from_json(cls, data: Any) -> RecallItem:
         data = _object(data, "recall item")
         parts = data.get("score_parts")
-        return _read(lambda: cls(
-            id=str(data["id"]), kind=str(data.get("kind") or ""), subject=str(data.get("subject") or ""),
-            content=str(data.get("content") or ""), authority=str(data.get("authority") or ""),
-            trust=str(data.get("trust") or ""), confidence=float(data.get("confidence") or 0.0),
-            provenance=_provenance(data.get("provenance")), created_at=parse_datetime(data.get("created_at")),
-            confirmed_at=parse_datetime(data.get("confirmed_at")), expires_at=parse_datetime(data.get("expires_at")),
-            score=float(data.get("score") or 0.0), score_parts=_score_parts(parts),
-            tokens=int(data.get("tokens") or 0), context=str(data.get("context") or ""), raw=dict(data),
-        ), "recall item")
+        return _read(
+            lambda: cls(
+                id=str(data["id"]),
+                kind=str(data.get("kind") or ""),
+                subject=str(data.get("subject") or ""),
+                content=str(data.get("content") or ""),
+                authority=str(data.get("authority") or ""),
+                trust=str(data.get("trust") or ""),
+                confidence=float(data.get("confidence") or 0.0),
+                provenance=_provenance(data.get("provenance")),
+                created_at=parse_datetime(data.get("created_at")),
+                confirmed_at=parse_datetime(data.get("confirmed_at")),
+                expires_at=parse_datetime(data.get("expires_at")),
+                score=float(data.get("score") or 0.0),
+                score_parts=_score_parts(parts),
+                tokens=int(data.get("tokens") or 0),
+                context=str(data.get("context") or ""),
+                raw=dict(data),
+            ),
+            "recall item",
+        )
 
 
 @dataclass(frozen=True)
@@ -282,8 +380,7 @@ class RecallResult:
         content`. Empty when nothing was recalled."""
         if not self.items:
             return ""
-        lines = [f"- ({item.trust}) {item.context}" if with_trust and item.trust else f"- {item.context}"
-                 for item in self.items]
+        lines = [f"- ({item.trust}) {item.context}" if with_trust and item.trust else f"- {item.context}" for item in self.items]
         return "\n".join([header, *lines] if header else lines)
 
     @classmethod
@@ -292,9 +389,12 @@ class RecallResult:
         items = data.get("items")
         if not isinstance(items, list):
             raise UnexpectedResponse("The recall result has no list of items.", status=200)
-        return cls(items=tuple(RecallItem.from_json(item) for item in items),
-                   tokens_used=_int(data.get("tokens_used")), omitted_for_budget=_int(data.get("omitted_for_budget")),
-                   raw=dict(data))
+        return cls(
+            items=tuple(RecallItem.from_json(item) for item in items),
+            tokens_used=_int(data.get("tokens_used")),
+            omitted_for_budget=_int(data.get("omitted_for_budget")),
+            raw=dict(data),
+        )
 
 
 @dataclass(frozen=True)
@@ -332,17 +432,30 @@ class ForgetRequest:
     def from_json(cls, data: Any) -> ForgetRequest:
         data = _object(data, "forget request")
         receipts = data.get("receipts") if isinstance(data.get("receipts"), list) else []
-        return _read(lambda: cls(
-            id=str(data["id"]), subject=str(data.get("subject") or ""), status=str(data["status"]),
-            affected=_int(data.get("affected")), requested_at=parse_datetime(data.get("requested_at")),
-            completed_at=parse_datetime(data.get("completed_at")),
-            receipts=tuple(Receipt(artifact=str(r.get("artifact") or ""), removed=_int(r.get("removed")),
-                                   completed_at=parse_datetime(r.get("completed_at")), note=str(r.get("note") or ""))
-                           for r in receipts if isinstance(r, Mapping)),
-            tenant=data.get("tenant"),
-            lineage_affected=data.get("lineage_affected") if isinstance(data.get("lineage_affected"), int) else None,
-            raw=dict(data),
-        ), "forget request")
+        return _read(
+            lambda: cls(
+                id=str(data["id"]),
+                subject=str(data.get("subject") or ""),
+                status=str(data["status"]),
+                affected=_int(data.get("affected")),
+                requested_at=parse_datetime(data.get("requested_at")),
+                completed_at=parse_datetime(data.get("completed_at")),
+                receipts=tuple(
+                    Receipt(
+                        artifact=str(r.get("artifact") or ""),
+                        removed=_int(r.get("removed")),
+                        completed_at=parse_datetime(r.get("completed_at")),
+                        note=str(r.get("note") or ""),
+                    )
+                    for r in receipts
+                    if isinstance(r, Mapping)
+                ),
+                tenant=data.get("tenant"),
+                lineage_affected=data.get("lineage_affected") if isinstance(data.get("lineage_affected"), int) else None,
+                raw=dict(data),
+            ),
+            "forget request",
+        )
 
 
 @dataclass(frozen=True)
@@ -439,5 +552,6 @@ def _read(build: Callable[[], _T], what: str) -> _T:
     try:
         return build()
     except (KeyError, TypeError, ValueError) as exc:
-        raise UnexpectedResponse(f"The {what} in the response could not be read ({type(exc).__name__}: {exc}).",
-                                 status=200) from None
+        raise UnexpectedResponse(
+            f"The {what} in the response could not be read ({type(exc).__name__}: {exc}).", status=200
+        ) from None
