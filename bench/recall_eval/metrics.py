@@ -6,6 +6,11 @@ A question's ranking is the list of turn ids recall returned, best first (at mos
 - MRR: the mean of 1 / rank of the first evidence turn, 0 when none is returned (so MRR@10).
 - all-evidence@10: every evidence turn is among the first ten; reported for the questions that have
   two or more evidence turns.
+
+A no-answer question (nothing in memory answers it) is answered well by an empty result: its
+summary is the share of questions recall answered with nothing (0 items), the mean number of items
+it returned instead, and, where recall reports a `relevance` per item, the mean relevance of the
+best item it returned.
 """
 
 from collections.abc import Iterable, Sequence
@@ -47,5 +52,27 @@ def summarise(scored: Iterable[dict], categories: Sequence[str]) -> dict[str, di
             "mrr": sum(r["rr"] for r in group) / n if n else None,
             "multi_n": len(multi),
             "all_evidence@10": (sum(r["evidence_in_top10"] == r["evidence"] for r in multi) / len(multi) if multi else None),
+        }
+    return summary
+
+
+def summarise_noanswer(rows: Iterable[dict], traps: Sequence[str]) -> dict[str, dict]:
+    """Per trap and overall ("all"), for rows with "trap", "returned" (items recall returned) and
+    "relevance" (their relevance values, best first; empty when recall reports none): n, empty
+    (share answered with 0 items), mean_returned, relevance_n (questions with a relevance for every
+    item returned) and top_relevance (mean of the highest relevance among those, None if none)."""
+    rows = list(rows)
+    groups = {trap: [r for r in rows if r["trap"] == trap] for trap in traps}
+    groups["all"] = rows
+    summary = {}
+    for name, group in groups.items():
+        n = len(group)
+        rated = [r for r in group if r["returned"] and len(r["relevance"]) == r["returned"]]
+        summary[name] = {
+            "n": n,
+            "empty": sum(r["returned"] == 0 for r in group) / n if n else None,
+            "mean_returned": sum(r["returned"] for r in group) / n if n else None,
+            "relevance_n": len(rated),
+            "top_relevance": sum(max(r["relevance"]) for r in rated) / len(rated) if rated else None,
         }
     return summary

@@ -1,5 +1,6 @@
 """Runs the recall evaluation set through the HTTP API and reports hit@5, hit@10 and MRR per
-category, for the dev and the blind part (docs/recall-eval.md).
+category, for the dev and the blind part, and for each part's no-answer questions the share that
+recall answered with nothing (docs/recall-eval.md).
 
     .venv/bin/python -m bench.recall_eval.run                          # SQLite in a temp dir, both parts
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gm \\
@@ -11,8 +12,9 @@ issue_agent_token`), start gunicorn (2 workers) on a free port, write every turn
 `user` memory with `user_turn` provenance (session id, turn id, observed_at = the session's date),
 through the batch endpoint when the server has one, else single writes (conversations in parallel,
 each conversation's turns in order). Then one POST /api/v1/recall/ per question with every hard
-filter on: purpose, subject (the conversation), kinds, limit 10. Prints a Markdown table and writes
-a JSON report with every question's ranking.
+filter on: purpose, subject (the conversation), kinds, limit 10. The no-answer questions come
+last, so the answerable ones run exactly as they did before that part existed (`--skip-no-answer`
+leaves them out). Prints Markdown tables and writes a JSON report with every question's ranking.
 
 --config names an index configuration: a label in the report, and if it is registered in CONFIGS
 below, the server environment and recall body fields that select it.
@@ -181,10 +183,8 @@ def write_conversation(server, token: str, conv: dict, batch: bool) -> dict[str,
 # asking the questions
 
 
-def ask(
-    server, token: str, conv: dict, question: dict, record_turns: dict[str, str], recall_fields: dict
-) -> tuple[list[str], list[float], float]:
-    """The turn ids recall returned for the question, best first, their scores, and the seconds taken."""
+def recall_call(server, token: str, conv: dict, question: dict, recall_fields: dict) -> tuple[dict, float]:
+    """Recall's response to the question, asked with the conversation's subject, and the seconds taken."""
     body = {
         "query": question["question"],
         "purpose": PURPOSE,
@@ -198,8 +198,19 @@ def ask(
     seconds = time.perf_counter() - started
     if status != 200:
         raise SystemExit(f"recall for {question['id']} failed: {status} {str(payload)[:500]}")
-    ranking = [(item.get("provenance") or {}).get("turn_id") or record_turns.get(item["id"], "?") for item in payload["items"]]
-    return ranking, [item.get("score") for item in payload["items"]], seconds
+    return payload, seconds
+
+
+def turn_ranking(payload: dict, record_turns: dict[str, str]) -> list[str]:
+    return [(item.get("provenance") or {}).get("turn_id") or record_turns.get(item["id"], "?") for item in payload["items"]]
+
+
+def ask(
+    server, token: str, conv: dict, question: dict, record_turns: dict[str, str], recall_fields: dict
+) -> tuple[list[str], list[float], float]:
+    """The turn ids recall returned for the question, best first, their scores, and the seconds taken."""
+    payload, seconds = recall_call(server, token, conv, question, recall_fields)
+    return turn_ranking(payload, record_turns), [item.get("score") for item in payload["items"]], seconds
 
 
 def evaluate_part(server, token: str, data: dict, record_turns: dict[str, str], recall_fields: dict) -> dict:
@@ -227,6 +238,39 @@ def evaluate_part(server, token: str, data: dict, record_turns: dict[str, str], 
     }
 
 
+def evaluate_noanswer(server, token: str, noanswer: dict, record_turns: dict[str, str], recall_fields: dict) -> dict:
+    """Asks the no-answer questions: what recall returned for each (ideally nothing), the items'
+    `relevance` where recall reports one, and the response's other numbers (e.g. how many
+    candidates fell under a relevance floor)."""
+    rows, latencies = [], []
+    for conv in noanswer["conversations"]:
+        for question in conv["questions"]:
+            payload, seconds = recall_call(server, token, conv, question, recall_fields)
+            latencies.append(seconds)
+            items = payload["items"]
+            ranking = turn_ranking(payload, record_turns)
+            rows.append(
+                {
+                    "id": question["id"],
+                    "trap": question["trap"],
+                    "topic": question["topic"],
+                    "returned": len(items),
+                    "relevance": [item["relevance"] for item in items if isinstance(item.get("relevance"), (int, float))],
+                    "ranking": ranking,
+                    "scores": [item.get("score") for item in items],
+                    "near_returned": [turn for turn in ranking if turn in question["check"]["near"]],
+                    "response": {k: v for k, v in payload.items() if k != "items" and isinstance(v, (int, float, bool))},
+                }
+            )
+    return {
+        "sha256": noanswer["sha256"],
+        "frozen": noanswer["frozen"],
+        "summary": metrics.summarise_noanswer(rows, dataset.TRAPS),
+        "recall_latency_ms": {"p50": percentile(latencies, 0.5) * 1000, "p95": percentile(latencies, 0.95) * 1000},
+        "questions": rows,
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # report
 
@@ -247,6 +291,21 @@ def markdown_table(report: dict) -> str:
             multi = f"{pct(row['all_evidence@10'])} (of {row['multi_n']})" if row["multi_n"] else "—"
             label = f"**{name}**" if name == "all" else name
             lines.append(f"| {part} | {label} | {row['n']} | {pct(row['hit@5'])} | {pct(row['hit@10'])} | {mrr} | {multi} |")
+    return "\n".join(lines)
+
+
+def noanswer_table(report: dict) -> str:
+    lines = [
+        "| part | trap | questions | answered with nothing % | mean items returned | questions with relevance | top relevance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for part, result in report["noanswer"].items():
+        for name in (*dataset.TRAPS, "all"):
+            row = result["summary"][name]
+            top = "—" if row["top_relevance"] is None else f"{row['top_relevance']:.3f}"
+            mean = "—" if row["mean_returned"] is None else f"{row['mean_returned']:.1f}"
+            label = f"**{name}**" if name == "all" else name
+            lines.append(f"| {part} | {label} | {row['n']} | {pct(row['empty'])} | {mean} | {row['relevance_n']} | {top} |")
     return "\n".join(lines)
 
 
@@ -293,11 +352,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--call-timeout", type=float, default=CALL_TIMEOUT, help="seconds per HTTP call")
     parser.add_argument("--out", help="JSON report path (default var/recall-eval/<database>-<config>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir and the PostgreSQL database")
+    parser.add_argument("--skip-no-answer", action="store_true", help="ask only the answerable questions")
     args = parser.parse_args(argv)
 
     parts = ("dev", "blind") if args.part == "both" else (args.part,)
     try:  # refuse a changed blind set before doing anything
         data = {part: dataset.load(part) for part in parts}
+        noanswer = {} if args.skip_no_answer else {part: dataset.load_noanswer(part) for part in parts}
     except dataset.BlindSetChanged as exc:
         raise SystemExit(f"refusing to report blind figures: {exc}") from None
     for part, part_data in data.items():
@@ -306,6 +367,12 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"{part} data is unsound: {problems[:5]}")
         if not part_data["frozen"]:
             print(f"note: {part}.json differs from its frozen version ({part_data['sha256'][:12]})", flush=True)
+    for part, part_noanswer in noanswer.items():
+        problems = dataset.noanswer_problems(part_noanswer, data[part])
+        if problems:
+            raise SystemExit(f"{part} no-answer data is unsound: {problems[:5]}")
+        if not part_noanswer["frozen"]:
+            print(f"note: {part}-noanswer.json differs from its frozen version ({part_noanswer['sha256'][:12]})", flush=True)
 
     config = CONFIGS.get(args.config)
     if config is None:
@@ -366,6 +433,10 @@ def main(argv: list[str] | None = None) -> dict:
             "setup": setup,
             "parts": {part: evaluate_part(server, token, data[part], record_turns, recall_fields) for part in parts},
         }
+        # after every answerable question, so those run exactly as they did before this part existed
+        report["noanswer"] = {
+            part: evaluate_noanswer(server, token, noanswer[part], record_turns, recall_fields) for part in noanswer
+        }
     finally:
         if server is not None:
             server.stop()
@@ -378,12 +449,17 @@ def main(argv: list[str] | None = None) -> dict:
     table = markdown_table(report)
     print(f"\nrecall evaluation — database {args.database}, configuration {args.config}, revision {report['revision']}\n")
     print(table)
+    extra_tables = {}
+    if report["noanswer"]:
+        extra_tables["noanswer_table"] = noanswer_table(report)
+        print("\nno-answer questions (the right answer is nothing):\n")
+        print(extra_tables["noanswer_table"])
     for part, result in report["parts"].items():
         latency = result["recall_latency_ms"]
         print(f"\n{part}: recall latency p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms")
     out = Path(args.out) if args.out else ROOT / "var" / "recall-eval" / f"{args.database}-{args.config}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**report, "table": table}, indent=1) + "\n")
+    out.write_text(json.dumps({**report, "table": table, **extra_tables}, indent=1) + "\n")
     print(f"\nreport: {out}")
     if args.keep:
         print(f"kept {workdir}" + (f" and database {db_name}" if args.database == "postgres" else ""))

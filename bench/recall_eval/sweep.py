@@ -7,7 +7,7 @@ Run the harness first with `--config hybrid --part dev --keep`; this reads the r
 the semantic index it built. For each question the lexical ranking and the cosine similarities are
 computed once, then fused by `memory.search.fusion.fuse` with each lexical share (ALPHA) in turn;
 `--alphas 1` is the lexical ranking's head re-scored and `0` the semantic ranking with the priors.
-Only the dev part: the blind part is never used to choose a setting (`bench/recall_eval/README`).
+Only the dev part: the blind part is never used to choose a setting (docs/recall-eval.md).
 """
 
 import argparse

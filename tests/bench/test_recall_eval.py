@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from bench.recall_eval import dataset, generate, metrics, run
+from bench.recall_eval import dataset, generate, metrics, noanswer, run
 
 MINIMUM_PER_CATEGORY = {"single-fact": 100, "multi-hop": 60, "temporal": 80, "open": 80}
 
@@ -103,3 +103,139 @@ def test_metrics_on_a_hand_made_ranking():
     assert overall["n"] == 6
     assert overall["hit@5"] == pytest.approx(4 / 6) and overall["hit@10"] == pytest.approx(5 / 6)
     assert overall["mrr"] == pytest.approx((1 / 3 + 1 / 8 + 1 / 2 + 1 + 0 + 1) / 6)
+
+
+# --------------------------------------------------------------------------------------------
+# the no-answer part
+
+
+@pytest.fixture(scope="module")
+def noanswer_parts() -> dict[str, dict]:
+    return {part: dataset.load_noanswer(part) for part in dataset.PARTS}
+
+
+def test_noanswer_files_are_frozen_and_reproduced(noanswer_parts):
+    for part, data in noanswer_parts.items():
+        assert data["sha256"] == dataset.FROZEN_SHA256[dataset.NOANSWER_PARTS[part]], part
+        assert data["frozen"]
+    for name, data in noanswer.generate(generate.generate(), generate.serialise).items():
+        assert generate.serialise(data) == dataset.data_path(name).read_bytes(), name
+
+
+def test_noanswer_set_is_sound(parts, noanswer_parts):
+    for part, data in noanswer_parts.items():
+        assert dataset.noanswer_problems(data, parts[part]) == [], part
+        assert [conv["id"] for conv in data["conversations"]] == [conv["id"] for conv in parts[part]["conversations"]]
+        questions = [q for conv in data["conversations"] for q in conv["questions"]]
+        assert len(questions) == 40, part
+        assert {q["trap"] for q in questions} == set(dataset.TRAPS)
+        assert all(q["evidence"] == [] and q["category"] == "no-answer" for q in questions)
+        for conv in data["conversations"]:  # both speakers are asked about
+            assert {q["about"] for q in conv["questions"]} == set(conv["speakers"]), conv["id"]
+
+
+def test_noanswer_check_finds_a_turn_that_answers(parts, noanswer_parts):
+    data = json.loads(json.dumps(parts["dev"]))
+    conversations = {conv["id"]: conv for conv in data["conversations"]}
+    questions = [q for conv in noanswer_parts["dev"]["conversations"] for q in conv["questions"]]
+    absent = next(q for q in questions if q["trap"] == "absent-topic")
+    other = next(q for q in questions if q["trap"] == "other-speaker")
+    near = next(q for q in questions if q["trap"] == "near-miss")
+    for question in (absent, other, near):
+        assert dataset.noanswer_violations(conversations[question["id"][:5]], question) == []
+
+    # A turn that says the thing asked is found, whoever says it, in any inflection of the term.
+    conv = conversations[absent["id"][:5]]
+    term = absent["check"]["terms"][0].rstrip("*")
+    conv["sessions"][3]["turns"].append({"id": "answer-1", "speaker": conv["speakers"][0], "text": f"Oh, {term}s for sure."})
+    assert dataset.noanswer_violations(conv, absent) == ["answer-1"]
+
+    # For a question about one speaker, the partner's own fact is out of scope, unless it names the speaker.
+    conv = conversations[other["id"][:5]]
+    partner = next(s for s in conv["speakers"] if s != other["about"])
+    value = other["check"]["terms"][0].rstrip("*")
+    turns = conv["sessions"][2]["turns"]
+    turns.append({"id": "partner-own", "speaker": partner, "text": f"Mine is {value}, always has been."})
+    assert dataset.noanswer_violations(conv, other) == []
+    turns.append({"id": "partner-names", "speaker": partner, "text": f"{other['about']}, yours is {value} too, right?"})
+    turns.append({"id": "speaker-own", "speaker": other["about"], "text": f"Me? {value}."})
+    assert dataset.noanswer_violations(conv, other) == ["partner-names", "speaker-own"]
+
+    # A near miss allows its own filler turns and nothing else with its words.
+    conv = conversations[near["id"][:5]]
+    anchor = near["check"]["terms"][0].rstrip("*")
+    conv["sessions"][0]["turns"].append({"id": "answer-2", "speaker": near["about"], "text": f"About that {anchor}: solved."})
+    assert dataset.noanswer_violations(conv, near) == ["answer-2"]
+    assert any(near["id"] in p and "may answer" in p for p in dataset.noanswer_problems(noanswer_parts["dev"], data))
+
+
+def test_changed_blind_noanswer_set_is_refused(tmp_path, monkeypatch):
+    for name in ("dev", "blind", "dev-noanswer"):
+        shutil.copy(dataset.data_path(name), tmp_path / f"{name}.json")
+    raw = dataset.data_path("blind-noanswer").read_bytes()
+    (tmp_path / "blind-noanswer.json").write_bytes(raw.replace(b'"question": "', b'"question": "Really, ', 1))
+    monkeypatch.setattr(dataset, "DATA_DIR", tmp_path)
+    with pytest.raises(dataset.BlindSetChanged, match="frozen blind set"):
+        dataset.load_noanswer("blind")
+    with pytest.raises(SystemExit, match="refusing to report blind figures"):
+        run.main(["--part", "blind"])
+    assert dataset.load("blind")["frozen"] and dataset.load_noanswer("dev")["frozen"]
+
+
+def test_noanswer_metrics_on_hand_made_results():
+    rows = [  # (trap, relevance of each returned item, best first; None when recall reports none)
+        ("absent-topic", []),
+        ("absent-topic", [0.4, 0.1]),
+        ("other-speaker", [None, None, None]),
+        ("near-miss", []),
+        ("near-miss", [0.9]),
+    ]
+    scored = [{"trap": trap, "returned": len(values), "relevance": [v for v in values if v is not None]} for trap, values in rows]
+    summary = metrics.summarise_noanswer(scored, dataset.TRAPS)
+    assert summary["absent-topic"] == {"n": 2, "empty": 0.5, "mean_returned": 1.0, "relevance_n": 1, "top_relevance": 0.4}
+    assert summary["other-speaker"]["empty"] == 0.0 and summary["other-speaker"]["relevance_n"] == 0
+    assert summary["other-speaker"]["top_relevance"] is None
+    assert summary["other-value"] == {"n": 0, "empty": None, "mean_returned": None, "relevance_n": 0, "top_relevance": None}
+    overall = summary["all"]
+    assert overall["n"] == 5 and overall["empty"] == pytest.approx(2 / 5) and overall["mean_returned"] == pytest.approx(6 / 5)
+    assert overall["relevance_n"] == 2 and overall["top_relevance"] == pytest.approx((0.4 + 0.9) / 2)
+
+
+class FakeServer:
+    """Answers recall with canned items: none for one question, two with a relevance for the rest."""
+
+    call_timeout = 1.0
+
+    def __init__(self):
+        self.bodies = []
+
+    def call(self, method, path, token, body, timeout):
+        self.bodies.append(body)
+        if len(self.bodies) == 1:
+            return 200, {"items": [], "tokens_used": 0, "omitted_for_budget": 0, "below_floor": 10}
+        items = [
+            {"id": "r1", "score": 2.0, "relevance": 0.3, "provenance": {"turn_id": "t1"}},
+            {"id": "r2", "score": 1.0, "relevance": 0.2, "provenance": None},
+        ]
+        return 200, {"items": items, "tokens_used": 9, "omitted_for_budget": 0}
+
+
+def test_harness_records_what_recall_returned_for_no_answer_questions(noanswer_parts):
+    server = FakeServer()
+    result = run.evaluate_noanswer(server, "token", noanswer_parts["dev"], {"r2": "t2"}, {"min_relevance": 0.5})
+    first = noanswer_parts["dev"]["conversations"][0]
+    assert server.bodies[0]["subject"] == first["subject"] and server.bodies[0]["min_relevance"] == 0.5
+    assert server.bodies[0]["query"] == first["questions"][0]["question"] and server.bodies[0]["limit"] == run.LIMIT
+    rows = result["questions"]
+    assert len(rows) == 40 and result["frozen"]
+    assert rows[0]["returned"] == 0 and rows[0]["response"]["below_floor"] == 10
+    assert rows[1]["returned"] == 2 and rows[1]["relevance"] == [0.3, 0.2] and rows[1]["ranking"] == ["t1", "t2"]
+    assert result["summary"]["all"]["empty"] == pytest.approx(1 / 40)
+    assert result["summary"]["all"]["top_relevance"] == pytest.approx(0.3)
+    table = run.noanswer_table({"noanswer": {"dev": result}})
+    assert result["summary"]["all"]["mean_returned"] == pytest.approx(78 / 40)
+    assert "| dev | **all** | 40 | 2.5 | 1.9 | 39 | 0.300 |" in table
+
+
+def test_recall_field_passes_min_relevance_through():
+    assert run.parse_pairs(["min_relevance=0.35", "explain=true"], as_json=True) == {"min_relevance": 0.35, "explain": True}
