@@ -1,6 +1,7 @@
 """Typed readers for settings that come from the environment."""
 
 import os
+from typing import overload
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -8,6 +9,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 

@@ -56,8 +56,9 @@ def lockout_response(request: HttpRequest, original_response: HttpResponse | Non
     message = lockout_message(math.ceil(seconds / 60))
     context = dict(getattr(original_response, "context_data", None) or {})
     form = context.get("form")
-    if isinstance(form, AuthenticationForm) and getattr(original_response, "template_name", None):
-        template = original_response.template_name
+    template_name = getattr(original_response, "template_name", None)  # a TemplateResponse's
+    if isinstance(form, AuthenticationForm) and template_name:
+        template = template_name
     else:  # not from a login page: the reviewer login, its form bound to nothing (no password check runs)
         template, form = LOGIN_TEMPLATE, AuthenticationForm(request, data={})
         context = {"form": form, "next": ""}

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 REVIEWERS_GROUP = "reviewers"
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
     from memory.models import AgentCredential
 
 
@@ -16,7 +18,7 @@ class Actor:
     label: str
     channel: str  # first part of the history reason: agent.write, review.promote, admin.retire, job.expire
     credential: "AgentCredential | None" = None
-    user: object | None = None
+    user: "User | None" = None
     tenant_ids: frozenset[int] | None = field(default=None)  # None = every tenant (jobs, superusers)
 
     @classmethod
@@ -31,7 +33,7 @@ class Actor:
         )
 
     @classmethod
-    def for_user(cls, user, *, channel: str = "review") -> "Actor":
+    def for_user(cls, user: "User", *, channel: str = "review") -> "Actor":
         """A reviewer acts on the tenants assigned to them, and only while in the reviewers group;
         a superuser (admin) on every tenant."""
         if user.is_superuser:

@@ -13,6 +13,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from memory import services
 from memory.actors import Actor
 from memory.admin_forms import MemoryKindForm, days_text
+from memory.api.typing import UserRequest
 from memory.credentials import revoke_tokens
 from memory.errors import DomainError
 from memory.models import (
@@ -227,7 +228,7 @@ class MemoryRecordAdmin(SimpleHistoryAdmin):
     def corrects(self, obj: MemoryRecord) -> str:
         return record_link(obj.supersedes)
 
-    def _apply(self, request: HttpRequest, queryset: QuerySet, service, verb: str) -> None:
+    def _apply(self, request: UserRequest, queryset: QuerySet, service, verb: str) -> None:
         actor = Actor.for_user(request.user, channel="admin")
         done = 0
         for pk, version in queryset.order_by().values_list("pk", "version"):
@@ -257,8 +258,7 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     """Written by the write path, trimmed by the prune job: for reading only."""
 
     list_display = ["key", "credential", "response_status", "first_result", "created_at"]
-    fields = ["credential", "key", "fingerprint", "response_status", "first_result", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("credential", "key", "fingerprint", "response_status", "first_result", "created_at")
     list_select_related = ["credential__agent__tenant", "record__kind"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -44,11 +44,11 @@ TRUSTED_AUTHORITIES = frozenset({Authority.USER, Authority.OPERATOR})
 # to the reviewer but admit nothing and hold nothing.
 HOLDING_FLAGS = ("override", "exfil")
 
-_UNADMITTED_AUTHORITY_REASON = {
+_UNADMITTED_AUTHORITY_REASON: dict[str, str] = {
     Authority.THIRD_PARTY: "Read from someone else's content (a web page, a document or a tool), not said by the user or the operator.",
     Authority.AGENT: "The agent's own conclusion, not something the user or the operator said.",
 }
-_HELD_REASON = {
+_HELD_REASON: dict[tuple[str, str], str] = {  # by (scope, cause)
     (
         SourceHold.Scope.SESSION,
         SourceHold.Cause.CONTAMINATED,
@@ -147,7 +147,11 @@ def enter_gate(credential: AgentCredential, drafts: Iterable[WriteDraft]) -> Gat
         (held.scope, held.key): held
         for held in SourceHold.objects.filter(applicable, tenant_id=tenant_id, cleared_at__isnull=True)
     }
-    lengths = frozenset(held.prefix_length for held in holds.values() if held.scope == SourceHold.Scope.URI_PREFIX)
+    lengths = frozenset(
+        held.prefix_length
+        for held in holds.values()
+        if held.scope == SourceHold.Scope.URI_PREFIX and held.prefix_length is not None  # an address hold has one
+    )
     return Gate(tenant_id=tenant_id, holds=holds, prefix_lengths=lengths)
 
 

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import uuid
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.conf import settings
 from django.db import models
@@ -15,6 +16,9 @@ from simple_history.models import HistoricalRecords
 
 from memory.history import NOTE_MAX_CHARS as NOTE_MAX_CHARS
 from memory.history import HistoryActor
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # Limits defined once; validators, forms and the schema read them from here (the note limit from
 # memory.history, whose history column it sizes).
@@ -327,6 +331,13 @@ class MemoryRecord(models.Model):
     history = HistoricalRecords(
         bases=[HistoryActor], excluded_fields=["last_used_at"], no_db_index=["tenant", "kind", "written_by", "reviewed_by"]
     )
+    # Not columns. What a save tells simple-history about the change, set on the instance just
+    # before it (memory.apps copies actor and note into the row): the transition, the actor, the
+    # note, the user when a person acted.
+    _change_reason: str
+    _history_actor: str
+    _history_note: str
+    _history_user: "User"
 
     class Meta:
         ordering = ["-created_at"]
@@ -414,6 +425,18 @@ class MemoryRecord(models.Model):
         return None if self.is_forgotten else self.content
 
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    class _Successor(TypedDict):
+        superseded_by_id: uuid.UUID | None  # the effective successor's id: see RecordWithSuccessor
+
+    # A record as the readers that show its successor carry it, for annotations: the API's read
+    # annotates `superseded_by_id` (memory.api.views.record_queryset); a fresh write and an as-of
+    # state set it on the instance. Not a column.
+    RecordWithSuccessor = WithAnnotations[MemoryRecord, _Successor]
+
+
 class IdempotencyKey(models.Model):
     """First result of a write, per credential and key. The response is referenced (the record),
     never copied, so no second copy of the content lives here."""
@@ -466,6 +489,10 @@ class SourceHold(models.Model):
     cleared_at = models.DateTimeField(null=True, blank=True)
     cleared_by = models.CharField(max_length=200, blank=True, help_text="Actor label: user:name.")
     history = HistoricalRecords(bases=[HistoryActor], no_db_index=["tenant", "raised_by"])
+    # Not columns: what a save tells simple-history about the change (see MemoryRecord).
+    _change_reason: str
+    _history_actor: str
+    _history_note: str
 
     class Meta:
         ordering = ["-created_at"]

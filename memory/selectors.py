@@ -14,8 +14,8 @@ def records_in_scope(actor: Actor) -> QuerySet[MemoryRecord]:
     """Every record the actor may see or act on. An agent token: its tenant, its agent and the
     purposes it allows (reads, transitions and forget alike). A reviewer: their tenants."""
     qs = MemoryRecord.objects.all()
-    if actor.is_agent:
-        credential = actor.credential
+    credential = actor.credential
+    if credential is not None:  # an agent token (only agent actors carry one)
         return qs.filter(tenant_id=credential.agent.tenant_id, agent_id=credential.agent_id, purpose__in=credential.purposes)
     return actor.in_tenants(qs)
 

@@ -53,9 +53,10 @@ MAX_UTC_OFFSET = timedelta(hours=14)  # the widest offset any real zone uses (Ki
 
 def checked_datetime(value: datetime) -> datetime:
     """`value` (aware) in UTC, or ValueError when no database here could store and read it back."""
-    if timezone.is_naive(value):
+    offset = value.utcoffset()
+    if offset is None:  # naive
         raise ValueError("Must include a time zone.")
-    if abs(value.utcoffset()) > MAX_UTC_OFFSET:
+    if abs(offset) > MAX_UTC_OFFSET:
         raise ValueError("The UTC offset must lie between -14:00 and +14:00.")
     try:
         utc = value.astimezone(UTC)
@@ -314,7 +315,7 @@ class MemoryWriteSerializer(StrictSerializer):
             raise serializers.ValidationError("This form is reserved for the fingerprints of forgotten subjects.")
         return subject
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         errors: dict[str, list[str]] = {}
         source_type = attrs["provenance"]["source_type"]
         authority = attrs["authority"]

@@ -13,8 +13,10 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
 
 from memory.actors import Actor
+from memory.api.typing import is_agent_request
 from memory.credentials import usable_credential
 from memory.models import AgentCredential, ReviewerToken, hash_token
 
@@ -73,16 +75,25 @@ def _label_request(request, label: str) -> None:
 
 def request_actor(request) -> Actor | None:
     """The actor behind an authenticated request (computed once per request), or None."""
-    cached = getattr(request, "_memory_actor", False)
-    if cached is not False:
-        return cached
-    if isinstance(request.auth, AgentCredential):
+    if hasattr(request, "_memory_actor"):
+        return request._memory_actor
+    actor: Actor | None
+    if is_agent_request(request):
         actor = Actor.for_credential(request.auth)
     elif request.user is not None and request.user.is_authenticated:
         actor = Actor.for_user(request.user)
     else:
         actor = None
     request._memory_actor = actor
+    return actor
+
+
+def permitted_actor(request: Request) -> Actor:
+    """The actor a view acts as, once its permission classes let the request through (every one
+    of them requires an actor, so the 401 here is only a backstop)."""
+    actor = request_actor(request)
+    if actor is None:
+        raise exceptions.NotAuthenticated()
     return actor
 
 

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.api.authentication import request_actor
+from memory.api.authentication import permitted_actor
 from memory.api.permissions import IsReviewer
 from memory.api.views import PROBLEMS
 from memory.models import Status, Tenant
@@ -99,7 +99,7 @@ class SearchIndexListView(APIView):
         responses={200: SearchIndexSerializer(many=True), **{code: PROBLEMS[code] for code in (401, 403, 429)}},
     )
     def get(self, request: Request) -> Response:
-        actor = request_actor(request)
+        actor = permitted_actor(request)
         slugs = (
             None
             if actor.tenant_ids is None

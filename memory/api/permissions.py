@@ -10,9 +10,9 @@ from memory.api.authentication import request_actor
 
 def _is_reviewer(request) -> bool:
     actor = request_actor(request)
-    if actor is None or not actor.is_human:
+    user = actor.user if actor is not None else None
+    if actor is None or user is None:  # nobody, an agent token or a job: only a human reviews
         return False
-    user = actor.user
     if user.is_superuser or actor.tenant_ids:
         return True  # Actor.for_user gives tenants only to active members of the reviewers group
     cached = getattr(request, "_memory_is_reviewer", None)

@@ -1,6 +1,8 @@
 """Shapes of the agent API's responses: records, recall items, problems. Request bodies are
 defined (validator and schema in one) in `memory.validation`."""
 
+from typing import Any, cast
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -67,7 +69,7 @@ class MemoryRecordSerializer(serializers.Serializer):
         nested = self.__dict__.get("_provenance")
         if nested is None:
             nested = self.__dict__["_provenance"] = StoredProvenanceSerializer(context={"forgotten": False})
-        nested.context["forgotten"] = record.is_forgotten
+        cast(dict[str, Any], nested.context)["forgotten"] = record.is_forgotten  # the dict it was given
         return nested.to_representation(record.provenance)
 
     def get_quarantine_reason(self, record) -> str | None:
@@ -94,7 +96,9 @@ class RecallItemSerializer(serializers.Serializer):
         help_text="Every part of the score by name (lexical, semantic, fusion, authority, confidence, recency); score is their sum.",
     )
     tokens = serializers.IntegerField()
-    context = serializers.CharField()
+    # DRF's metaclass takes declared fields off the class, so this name does not hide Field.context
+    # at run time; the stubs cannot know that.
+    context = serializers.CharField()  # type: ignore[assignment]
 
     def to_representation(self, item) -> dict:
         # The fields above define the shape (and the schema); this writes it out directly: recall
@@ -142,7 +146,8 @@ class ProblemSerializer(serializers.Serializer):
     status = serializers.IntegerField()
     detail = serializers.CharField()
     instance = serializers.CharField()
-    errors = serializers.DictField(
+    # Not Serializer.errors at run time: DRF's metaclass takes declared fields off the class.
+    errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text="Field -> messages, on validation failures.",

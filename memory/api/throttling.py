@@ -28,10 +28,14 @@ LOCK_POLL_SECONDS = 0.002
 class CredentialRateThrottle(SimpleRateThrottle):
     scope = "credential"
     lock_busy = False
+    # Set by SimpleRateThrottle.__init__ from the rate (None without one); DRF's stubs leave them out.
+    num_requests: int | None
+    duration: int | None
 
     def get_rate(self) -> str | None:
         # Read at request time, not import time, so a changed setting (or a test override) applies.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # The ignore: DRF's stubs type the rates as numbers; they are strings such as "600/min".
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[return-value]
 
     def get_cache_key(self, request, view) -> str:
         auth = request.auth

@@ -2,6 +2,9 @@
 input -> `memory.services` / `memory.recall` -> output serializer. Scope comes from the token
 (or the reviewer's tenants), never from the body; records outside it are a 404."""
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
 from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponse
@@ -18,7 +21,7 @@ from rest_framework.views import APIView
 from memory import services
 from memory.actors import Actor
 from memory.api import asof
-from memory.api.authentication import request_actor
+from memory.api.authentication import permitted_actor
 from memory.api.permissions import IsAgent, IsAgentOrReviewer, IsReviewer
 from memory.api.problems import domain_problem
 from memory.api.serializers import (
@@ -27,7 +30,8 @@ from memory.api.serializers import (
     ProblemSerializer,
     RecallResponseSerializer,
 )
-from memory.errors import RecordNotFound
+from memory.api.typing import AgentRequest, is_agent_request
+from memory.errors import DomainError, RecordNotFound
 from memory.filters import MemoryRecordFilter
 from memory.models import IDEMPOTENCY_KEY_MAX_CHARS, MemoryRecord, Status
 from memory.recall import parse_recall, recall
@@ -39,6 +43,9 @@ from memory.validation import (
     TransitionSerializer,
     validated,
 )
+
+if TYPE_CHECKING:
+    from memory.models import RecordWithSuccessor
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
 
@@ -65,7 +72,7 @@ PROBLEMS = {
 }
 
 
-def record_queryset(actor: Actor) -> QuerySet[MemoryRecord]:
+def record_queryset(actor: Actor) -> "QuerySet[RecordWithSuccessor]":
     """Records the actor may read (`records_in_scope`), with what the output serializer needs
     joined in one query."""
     return (
@@ -107,6 +114,18 @@ class RecordPagination(PageNumberPagination):
         return parameters
 
 
+_Action = TypeVar("_Action", bound=Callable[..., Any])
+
+
+def _transition_schema(summary: str) -> Callable[[_Action], _Action]:
+    """The schema every transition action shares, under its own summary."""
+    return extend_schema(
+        summary=summary,
+        request=TransitionSerializer,
+        responses={200: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 409)}},
+    )
+
+
 TRANSITION_SERVICES = {
     "confirm": services.memory_confirm,
     "promote": services.memory_promote,
@@ -134,7 +153,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         if getattr(self, "swagger_fake_view", False):
             return MemoryRecord.objects.none()
         # Stable order for pagination; ?ordering= replaces it.
-        return record_queryset(request_actor(self.request)).order_by("-created_at", "-pk")
+        return record_queryset(permitted_actor(self.request)).order_by("-created_at", "-pk")
 
     @extend_schema(
         summary="Write a memory",
@@ -172,7 +191,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         ],
         responses={201: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 409, 429)}},
     )
-    def create(self, request: Request) -> Response:
+    def create(self, request: AgentRequest) -> HttpResponse:
         # The write commits only once its response has been produced: if serializing it failed,
         # the client would get an error for a record that exists.
         with transaction.atomic():
@@ -185,12 +204,13 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             if result.replayed:
                 headers["Idempotent-Replayed"] = "true"
                 return _record_response(
-                    request_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers
+                    permitted_actor(request), result.record.pk, status_code=status.HTTP_201_CREATED, headers=headers
                 )
             # A record written just now has its tenant, agent and kind attached, and no successor yet:
             # serialize it as it is rather than reading it back.
-            result.record.superseded_by_id = None
-            body = JSONRenderer().render(MemoryRecordSerializer(result.record).data)
+            record = cast("RecordWithSuccessor", result.record)
+            record.superseded_by_id = None
+            body = JSONRenderer().render(MemoryRecordSerializer(record).data)
         return HttpResponse(body, status=status.HTTP_201_CREATED, headers=headers, content_type="application/json")
 
     @extend_schema(
@@ -199,7 +219,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         responses={200: BatchResultSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 429)}},
     )
     @action(detail=False, methods=["post"])
-    def batch(self, request: Request) -> Response:
+    def batch(self, request: AgentRequest) -> HttpResponse:
         """Each item is validated, admitted or quarantined and written exactly as a single write;
         a bad item is that item's problem. A body that is not a list of 1 to 100 objects is a 400
         and writes nothing. The write commits only once every result has been produced."""
@@ -208,7 +228,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             outcomes = services.memory_write_batch(credential=request.auth, items=items)
             records = {
                 record.pk: record
-                for record in record_queryset(request_actor(request)).filter(
+                for record in record_queryset(permitted_actor(request)).filter(
                     pk__in=[outcome.record.pk for outcome in outcomes if outcome.record is not None]
                 )
             }
@@ -217,11 +237,12 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             serialized = iter(MemoryRecordSerializer(written, many=True).data)
             results = []
             for outcome in outcomes:
-                result = {"index": outcome.index, "status": outcome.status}
+                result: dict[str, object] = {"index": outcome.index, "status": outcome.status}
                 if outcome.record is not None:
                     result["record"] = next(serialized)
-                else:
-                    result["problem"] = domain_problem(outcome.error, instance=f"{request.path}#/items/{outcome.index}")
+                else:  # an item without a record has the error that stopped it
+                    error = cast(DomainError, outcome.error)
+                    result["problem"] = domain_problem(error, instance=f"{request.path}#/items/{outcome.index}")
                 results.append(result)
             body = JSONRenderer().render({"results": results})
         return HttpResponse(body, content_type="application/json")
@@ -245,37 +266,32 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         if "as_of" in request.query_params:
-            return Response(asof.record_as_of_data(request_actor(request), kwargs["pk"], request.query_params["as_of"]))
+            return Response(asof.record_as_of_data(permitted_actor(request), kwargs["pk"], request.query_params["as_of"]))
         return super().retrieve(request, *args, **kwargs)
 
     def _transition(self, request: Request, pk: str) -> Response:
-        actor = request_actor(request)
-        data = services.reject_foreign_scope(request.data, actor.credential) if actor.is_agent else request.data
+        actor = permitted_actor(request)
+        data = services.reject_foreign_scope(request.data, request.auth) if is_agent_request(request) else request.data
         body = validated(TransitionSerializer, data, detail="The request is invalid: see errors.")
         record = TRANSITION_SERVICES[self.action](record_id=pk, actor=actor, **body)
         return _record_response(actor, record.pk)
 
-    _transition_schema = dict(
-        request=TransitionSerializer,
-        responses={200: MemoryRecordSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 409)}},
-    )
-
-    @extend_schema(summary="Confirm: re-checked against its source (agents with the capability, reviewers)", **_transition_schema)
+    @_transition_schema("Confirm: re-checked against its source (agents with the capability, reviewers)")
     @action(detail=True, methods=["post"])
     def confirm(self, request: Request, pk: str) -> Response:
         return self._transition(request, pk)
 
-    @extend_schema(summary="Promote: quarantined -> active, verified (reviewers only)", **_transition_schema)
+    @_transition_schema("Promote: quarantined -> active, verified (reviewers only)")
     @action(detail=True, methods=["post"])
     def promote(self, request: Request, pk: str) -> Response:
         return self._transition(request, pk)
 
-    @extend_schema(summary="Reject: quarantined -> rejected (reviewers only)", **_transition_schema)
+    @_transition_schema("Reject: quarantined -> rejected (reviewers only)")
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
         return self._transition(request, pk)
 
-    @extend_schema(summary="Retire: active -> expired now (reviewers only)", **_transition_schema)
+    @_transition_schema("Retire: active -> expired now (reviewers only)")
     @action(detail=True, methods=["post"])
     def retire(self, request: Request, pk: str) -> Response:
         return self._transition(request, pk)
@@ -307,8 +323,8 @@ class RecallView(APIView):
         responses={200: asof.RecallAsOfResponseSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 429)}},
     )
     def post(self, request: Request) -> Response:
-        actor = request_actor(request)
-        if not actor.is_agent:
+        actor = permitted_actor(request)
+        if not is_agent_request(request):
             return Response(asof.recall_as_of_data(actor, request.data))
         asof.refuse_agent_as_of(request.data)
         credential = request.auth

@@ -10,7 +10,7 @@ answer and no input breaks the server (imported only with the `mcp` extra).
   that is neither a string nor an integer, not a JSON-RPC 2.0 envelope), with the request's id when
   it has a usable one. Good lines go to the SDK's transport unchanged: its framing, its writer,
   its guard on fd 1.
-- tools: their arguments are typed here (`TextArg()`, `MemoryIdArg`, `IdempotencyKeyArg`),
+- tools: their arguments are typed here (`Text()`, `MemoryIdArg`, `IdempotencyKeyArg`),
   argument errors reach the model as plain `field: message` lines without the rejected values,
   and a crash inside a tool is a plain tool error, logged by type and place only (its text may
   hold data).
@@ -20,10 +20,13 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, BinaryIO, cast
 
 import anyio
 import anyio.to_thread
+from annotated_types import GroupedMetadata
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -141,6 +144,7 @@ class CheckedLines:
             line = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
             if line is None:
                 raise StopAsyncIteration
+            error: JSONRPCError | None
             if not line:
                 error = _error(None, INVALID_REQUEST, f"Invalid Request: the message is larger than {MAX_MESSAGE_BYTES} bytes.")
             elif not line.strip():
@@ -195,10 +199,19 @@ def _idempotency_key(value: str) -> str:
         raise _refuse(_core.IDEMPOTENCY_KEY_RULE) from None
 
 
-def TextArg(*, min_length: int | None = None, max_length: int | None = None) -> Any:
-    """The type of every string a tool takes: its length first (pydantic's message names
-    characters), then Unicode text without NUL. Ids and keys are checked by the client's rules."""
-    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), AfterValidator(_text)]
+@dataclass(frozen=True)
+class Text(GroupedMetadata):
+    """The rule for every string a tool takes, written `Annotated[str, Text(max_length=...)]` (metadata
+    rather than a type built by a call, so that type checkers read the argument as a `str`): its
+    length first (pydantic's message names characters), then Unicode text without NUL. Ids and
+    keys are checked by the client's rules."""
+
+    min_length: int | None = None
+    max_length: int | None = None
+
+    def __iter__(self) -> Iterator[object]:
+        yield from StringConstraints(min_length=self.min_length, max_length=self.max_length)
+        yield AfterValidator(_text)
 
 
 MemoryIdArg = Annotated[str, AfterValidator(_memory_id), WithJsonSchema({"type": "string", "format": "uuid"})]

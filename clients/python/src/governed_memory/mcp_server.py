@@ -27,7 +27,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from governed_memory._core import IDEMPOTENCY_KEY_MAX_CHARS, TOKEN_ENV, URL_ENV, settings_from_env
 from governed_memory.client import AsyncClient
@@ -67,6 +67,7 @@ DATETIME_MAX_CHARS = 64
 SourceTypeArg = Literal["user_turn", "tool_output", "web_page", "document", "agent_inference", "operator_config", "import"]
 AuthorityArg = Literal["user", "third_party", "agent", "operator"]
 StatusArg = Literal["active", "quarantined", "rejected", "superseded", "expired", "forgotten"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]  # what the SDK's server takes
 
 _SOURCES = "; ".join(f"{source} -> {authority}" for source, authority in DEFAULT_AUTHORITY.items())
 
@@ -256,15 +257,16 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import Field
 
-    from governed_memory._mcp_guard import GuardedMCPServer, IdempotencyKeyArg, MemoryIdArg, TextArg
+    from governed_memory._mcp_guard import GuardedMCPServer, IdempotencyKeyArg, MemoryIdArg, Text
     from governed_memory._version import __version__
 
     server = GuardedMCPServer(
         "governed-memory",
         instructions=INSTRUCTIONS,
         version=__version__,
-        log_level=os.environ.get(LOG_LEVEL_ENV, "WARNING").upper(),
-    )  # type: ignore[arg-type]
+        # Any other value is refused by the SDK's settings (a pydantic model) when the server starts.
+        log_level=cast(LogLevel, os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()),
+    )
     purpose_help = _purpose_field(default_purpose)
 
     def result(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -288,11 +290,13 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     )
     async def remember(
         content: Annotated[
-            TextArg(min_length=1),
+            str,
+            Text(min_length=1),
             Field(description=("One distilled claim as a sentence, e.g. 'Prefers email over phone.'. Not a transcript.")),
         ],
         subject: Annotated[
-            TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS),
+            str,
+            Text(min_length=1, max_length=SUBJECT_MAX_CHARS),
             Field(description=("Who or what it is about, e.g. 'customer/acme'.")),
         ],
         source_type: Annotated[
@@ -313,7 +317,8 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
             ),
         ],
         kind: Annotated[
-            TextArg(min_length=1, max_length=KIND_MAX_CHARS),
+            str,
+            Text(min_length=1, max_length=KIND_MAX_CHARS),
             Field(
                 description=(
                     "The memory kind, which sets its time to live: preference, semantic (a fact), procedural (how to do "
@@ -321,7 +326,7 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
                 )
             ),
         ] = "semantic",
-        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
+        purpose: Annotated[Annotated[str, Text(max_length=PURPOSE_MAX_CHARS)] | None, Field(description=purpose_help)] = None,
         authority: Annotated[
             AuthorityArg | None,
             Field(
@@ -329,15 +334,15 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
             ),
         ] = None,
         session_id: Annotated[
-            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None,
+            Annotated[str, Text(max_length=PROVENANCE_TEXT_MAX_CHARS)] | None,
             Field(description=("This conversation's id (user_turn and tool_output need it, or a source_uri).")),
         ] = None,
         turn_id: Annotated[
-            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None,
+            Annotated[str, Text(max_length=PROVENANCE_TEXT_MAX_CHARS)] | None,
             Field(description=("The turn of the conversation the claim came from.")),
         ] = None,
         source_uri: Annotated[
-            TextArg(max_length=URI_MAX_CHARS) | None,
+            Annotated[str, Text(max_length=URI_MAX_CHARS)] | None,
             Field(
                 description=(
                     "The source's address: the page URL, document path or tool call reference (web_page and document need it)."
@@ -345,10 +350,11 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
             ),
         ] = None,
         tool_name: Annotated[
-            TextArg(max_length=PROVENANCE_TEXT_MAX_CHARS) | None, Field(description=("The tool's name (tool_output needs it)."))
+            Annotated[str, Text(max_length=PROVENANCE_TEXT_MAX_CHARS)] | None,
+            Field(description=("The tool's name (tool_output needs it).")),
         ] = None,
         observed_at: Annotated[
-            TextArg(max_length=DATETIME_MAX_CHARS) | None,
+            Annotated[str, Text(max_length=DATETIME_MAX_CHARS)] | None,
             Field(description=("When the source said it, ISO 8601 with a zone, e.g. 2026-11-29T10:00:00Z.")),
         ] = None,
         contaminated: Annotated[
@@ -408,14 +414,14 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
 
     @server.tool(description=RECALL, annotations=ToolAnnotations(title="Recall", read_only_hint=True))
     async def recall(
-        query: Annotated[TextArg(max_length=RECALL_QUERY_MAX_CHARS), Field(description=("What you need to know, in words."))],
-        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description=purpose_help)] = None,
+        query: Annotated[str, Text(max_length=RECALL_QUERY_MAX_CHARS), Field(description=("What you need to know, in words."))],
+        purpose: Annotated[Annotated[str, Text(max_length=PURPOSE_MAX_CHARS)] | None, Field(description=purpose_help)] = None,
         subject: Annotated[
-            TextArg(max_length=SUBJECT_MAX_CHARS) | None,
+            Annotated[str, Text(max_length=SUBJECT_MAX_CHARS)] | None,
             Field(description=("Only memories about this subject, e.g. 'customer/acme'.")),
         ] = None,
         kinds: Annotated[
-            list[TextArg(min_length=1, max_length=KIND_MAX_CHARS)] | None,
+            list[Annotated[str, Text(min_length=1, max_length=KIND_MAX_CHARS)]] | None,
             Field(max_length=RECALL_KINDS_MAX_ITEMS, description="Only these kinds, e.g. ['preference']."),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=RECALL_LIMIT_MAX, description="At most this many memories.")] = 10,
@@ -445,11 +451,13 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     )
     async def forget(
         subject: Annotated[
-            TextArg(min_length=1, max_length=SUBJECT_MAX_CHARS),
+            str,
+            Text(min_length=1, max_length=SUBJECT_MAX_CHARS),
             Field(description=("Every memory about this subject is forgotten, e.g. 'customer/acme'.")),
         ],
         reason: Annotated[
-            TextArg(max_length=NOTE_MAX_CHARS),
+            str,
+            Text(max_length=NOTE_MAX_CHARS),
             Field(description=("Why, e.g. 'erasure request from the user'. No personal data.")),
         ] = "",
     ) -> CallToolResult:
@@ -468,7 +476,7 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
         memory_id: Annotated[MemoryIdArg, Field(description="The memory's id (a UUID).")],
         expected_version: Annotated[int, Field(ge=1, le=VERSION_MAX, description="The version you re-checked.")],
         note: Annotated[
-            TextArg(max_length=NOTE_MAX_CHARS), Field(description=("How you re-checked it; kept in the memory's history."))
+            str, Text(max_length=NOTE_MAX_CHARS), Field(description=("How you re-checked it; kept in the memory's history."))
         ] = "",
     ) -> CallToolResult:
         memory = await call(lambda client: client.confirm(memory_id, expected_version=expected_version, note=note))
@@ -481,9 +489,13 @@ def build_server(client_factory: Callable[[], AsyncClient], *, default_purpose: 
     @server.tool(description=LIST, annotations=ToolAnnotations(title="List memories", read_only_hint=True))
     async def list_memories(
         status: Annotated[StatusArg | None, Field(description="Only this status, e.g. quarantined.")] = None,
-        subject: Annotated[TextArg(max_length=SUBJECT_MAX_CHARS) | None, Field(description="Only this subject.")] = None,
-        purpose: Annotated[TextArg(max_length=PURPOSE_MAX_CHARS) | None, Field(description="Only this purpose.")] = None,
-        kind: Annotated[TextArg(max_length=KIND_MAX_CHARS) | None, Field(description="Only this kind.")] = None,
+        subject: Annotated[
+            Annotated[str, Text(max_length=SUBJECT_MAX_CHARS)] | None, Field(description="Only this subject.")
+        ] = None,
+        purpose: Annotated[
+            Annotated[str, Text(max_length=PURPOSE_MAX_CHARS)] | None, Field(description="Only this purpose.")
+        ] = None,
+        kind: Annotated[Annotated[str, Text(max_length=KIND_MAX_CHARS)] | None, Field(description="Only this kind.")] = None,
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="At most this many.")] = 20,
     ) -> CallToolResult:
         async def fetch(client: AsyncClient) -> list[Memory]:
