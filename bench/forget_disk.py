@@ -93,11 +93,12 @@ def main() -> int:
     from django.db import connection
     from django.utils import timezone
 
+    from governance.forget.services import forget_request_create
     from governance.jobs import run_job
     from governance.models import PropagationReceipt
-    from governance.portability.disk import pending_receipts, schema_relation_files
-    from governance.services import forget_request_create
+    from governance.portability.disk import pending_receipts
     from memory.actors import Actor
+    from memory.engine.postgres.ops import schema_relation_files
     from memory.models import Agent, AgentCredential, MemoryRecord, Tenant
     from memory.search.build import ensure_active_index
     from memory.services import memory_write

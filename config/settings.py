@@ -19,6 +19,7 @@ from django.core.checks.security.base import (
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_float, env_int, env_list, env_pair, env_str
+from memory.engine import configure as configure_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("APP_VAR_DIR", str(BASE_DIR / "var")))
@@ -127,26 +128,15 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
-        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
-        conn_health_checks=True,
+    "default": configure_database(
+        dj_database_url.parse(
+            env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+            conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+            conn_health_checks=True,
+        ),
+        var_dir=VAR_DIR,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "config.postgresql"  # Django's, with psycopg's compiled timestamp loader
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    # WAL lets the web server, worker and beat share one file without "database is locked".
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        # secure_delete: deleted and overwritten content is zeroed in the file, so a forget reaches the disk.
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    # A file, not :memory:, so tests that use several connections (threads, a worker) share it.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -290,6 +280,11 @@ MEMORY_UNUSED_AFTER_DAYS = env_int("MEMORY_UNUSED_AFTER_DAYS", 180)
 # Recall writes last_used_at after its response, batched per process at most this often (memory.usage).
 MEMORY_LAST_USED_FLUSH_SECONDS = env_float("MEMORY_LAST_USED_FLUSH_SECONDS", 2)
 MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
+# With the `semantic` extra installed: build and activate a semantic index (through the gates) when
+# none was ever built (bin/run, and the worker at start), and load the model in every web and
+# worker process at start, so that no request waits for it (docs/operations.md).
+SEMANTIC_AUTO_INDEX = env_bool("SEMANTIC_AUTO_INDEX", True)
+SEMANTIC_LOAD_AT_START = env_bool("SEMANTIC_LOAD_AT_START", True)
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
 FORGET_FINGERPRINT_KEY = env_str(
     "FORGET_FINGERPRINT_KEY", ""
@@ -312,7 +307,7 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     # Redis redelivers an unacknowledged message once it is this old; it must outlast the longest
     # run, or a live job would be handed to a second worker (the job lock would then skip it).
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 else:
     # The transport ignores the host; naming one spares kombu's "No hostname was supplied" warning.
     CELERY_BROKER_URL = "filesystem://localhost/"
@@ -357,7 +352,7 @@ JOB_INTERVAL_DEFAULTS = {
     "golden_recall": 86400,  # every tenant's golden set on the active index
     "disk_rewrite": 3600,  # tables forgets touched, rewritten once per batch
     "alerts": 300,  # queue alerts and, once a day, the reviewers' digests
-    "sweep_indexes": 300,  # search-index entries of records expired in time (governance.jobs.sweep_indexes)
+    "sweep_indexes": 300,  # search-index entries of records expired in time (governance.retention.sweep_indexes)
 }
 JOB_INTERVAL_VARIABLES = {name: f"JOB_{name.upper()}_INTERVAL" for name in JOB_INTERVAL_DEFAULTS}
 JOB_INTERVALS = {name: env_float(JOB_INTERVAL_VARIABLES[name], default) for name, default in JOB_INTERVAL_DEFAULTS.items()}

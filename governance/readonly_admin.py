@@ -1,7 +1,7 @@
 """The admin mixin for audit trails: rows the admin shows and never adds, edits or deletes.
 
-A leaf module, so the feature admins (`governance.jobs.admin`, ...) can use it while
-`governance.admin` imports them to register their models: no import cycle.
+A leaf module, so every feature's admin (`governance.jobs.admin`, `governance.forget.admin`, ...)
+uses this one definition while `governance.admin` gathers them: no import cycle.
 """
 
 from django.http import HttpRequest

@@ -1,55 +1,32 @@
-"""Celery tasks, one per scheduled job: thin wrappers that run the job once through
-`governance.jobs.run_job` (lock + JobRun) and return its summary. They take only the trigger the
-JobRun records (beat sends none: "beat"; the admin's "Run now" sends "admin") and are safe to
-deliver twice: the lock skips a concurrent duplicate, and every job selects its work by state, so
-a repeat finds nothing left to do. Beat sends them (see governance/jobs/schedule.py)."""
+"""Celery tasks, one per scheduled job, made from the job registry: each runs its job once through
+`governance.jobs.run_job` (lock + JobRun) and returns its summary. A task takes only the trigger
+the JobRun records (beat sends none: "beat"; the admin's "Run now" sends "admin"; a forget request
+sends `propagate_forgets` at once with "forget_request", and a restore `disk_rewrite` with
+"restore") and is safe to deliver twice: the lock skips a concurrent duplicate, and every job
+selects its work by state, so a repeat finds nothing left to do.
 
-from celery import shared_task
+Each task is named `governance.tasks.run_<job>` (governance.jobs.registry.task_name) and bound
+here under that last part (`run_expire`, ...). Beat sends them by name (governance/jobs/schedule.py),
+and its schedule rows in the database keep the names: they never change.
+"""
 
-from governance.jobs import job_run_summary, run_job
+from typing import Any
 
+from celery import Task, shared_task
 
-@shared_task(name="governance.tasks.run_expire")
-def run_expire(trigger: str = "beat") -> dict:
-    return job_run_summary(run_job("expire", trigger=trigger))
-
-
-@shared_task(name="governance.tasks.run_propagate_forgets")
-def run_propagate_forgets(trigger: str = "beat") -> dict:
-    # Also sent right after a forget request commits (trigger "forget_request"), so propagation
-    # does not wait for beat's next tick; /health/ counts only beat's runs.
-    return job_run_summary(run_job("propagate_forgets", trigger=trigger))
+from governance.jobs import JOBS, job_run_summary, run_job
+from governance.jobs.registry import task_name
 
 
-@shared_task(name="governance.tasks.run_propose_duplicates")
-def run_propose_duplicates(trigger: str = "beat") -> dict:
-    return job_run_summary(run_job("propose_duplicates", trigger=trigger))
+def _job_task(job: str) -> Task:
+    def run(trigger: str = "beat") -> dict[str, Any]:
+        return job_run_summary(run_job(job, trigger=trigger))
+
+    run.__name__ = run.__qualname__ = f"run_{job}"
+    run.__doc__ = f"Run the `{job}` job once (governance.jobs.run_job) and return the run's summary."
+    return shared_task(name=task_name(job))(run)
 
 
-@shared_task(name="governance.tasks.run_prune")
-def run_prune(trigger: str = "beat") -> dict:
-    return job_run_summary(run_job("prune", trigger=trigger))
-
-
-@shared_task(name="governance.tasks.run_golden_recall")
-def run_golden_recall(trigger: str = "beat") -> dict:
-    # Nightly: every tenant's golden set against the active index (a GoldenRun per tenant).
-    return job_run_summary(run_job("golden_recall", trigger=trigger))
-
-
-@shared_task(name="governance.tasks.run_disk_rewrite")
-def run_disk_rewrite(trigger: str = "beat") -> dict:
-    # Rewrites the tables forgets touched, once per batch of completed forgets (governance.portability.disk).
-    return job_run_summary(run_job("disk_rewrite", trigger=trigger))
-
-
-@shared_task(name="governance.tasks.run_alerts")
-def run_alerts(trigger: str = "beat") -> dict:
-    # Every few minutes: queue alerts (one email per episode) and, once a day, each reviewer's digest.
-    return job_run_summary(run_job("alerts", trigger=trigger))
-
-
-@shared_task(name="governance.tasks.run_sweep_indexes")
-def run_sweep_indexes(trigger: str = "beat") -> dict:
-    # Search-index entries the expire job left (records expired in time), deleted in batches.
-    return job_run_summary(run_job("sweep_indexes", trigger=trigger))
+# job name -> its task
+JOB_TASKS: dict[str, Task] = {job: _job_task(job) for job in JOBS}
+globals().update({f"run_{job}": task for job, task in JOB_TASKS.items()})

@@ -11,8 +11,8 @@ request; only a change made outside the app (raw SQL) waits for the entry to exp
 revoked tokens are never cached: they are looked up every time.
 
 In front of the shared cache, each process keeps the credentials it read for LOCAL_SECONDS, so that
-most requests ask neither the database nor the cache (a Redis round trip, about half a millisecond
-a request on the benchmark's machine). A change drops the entry in the process that makes it at
+most requests ask neither the database nor the cache (a Redis round trip per request otherwise;
+docs/benchmarks.md). A change drops the entry in the process that makes it at
 once, as above, and in every other process within LOCAL_SECONDS: a revoked token is refused within
 a second everywhere.
 """

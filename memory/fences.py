@@ -1,5 +1,6 @@
-"""Transaction-scoped locks that order writes against the changes that must see them: the one
-place that knows how each database engine serialises them.
+"""Transaction-scoped locks that order writes against the changes that must see them: which locks
+there are, what they are called and in which order they are taken. How a database takes them is
+its engine's (`take_locks` in memory.engine's lifecycle modules):
 
 - PostgreSQL: advisory locks held until the transaction ends (`pg_advisory_xact_lock`, shared or
   exclusive). They live in the server's lock table, so taking one writes nothing to disk and,
@@ -26,7 +27,7 @@ writes never wait for each other in a cycle.
 import hashlib
 from collections.abc import Iterable
 
-from django.db import connection
+from memory import engine
 
 _NAMESPACE = "governed_memory."
 
@@ -38,16 +39,11 @@ def lock_key(name: str) -> int:
 
 
 def hold(names: Iterable[str], *, shared: bool = False) -> None:
-    """Take the named locks until the current transaction ends (call inside `transaction.atomic`)."""
-    if connection.vendor != "postgresql":
-        return  # SQLite: the transaction's IMMEDIATE begin already holds the database's one write lock
+    """Take the named locks until the current transaction ends (call inside `transaction.atomic`),
+    in ascending key order, so every transaction takes its locks in one order."""
     keys = sorted({lock_key(name) for name in names})
-    if not keys:
-        return
-    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-    with connection.cursor() as cursor:
-        # unnest keeps the array's (ascending) order, so every transaction takes its locks in one order
-        cursor.execute(f"SELECT count({function}(k)) FROM unnest(%s::bigint[]) AS k", [keys])
+    if keys:
+        engine.current().lifecycle.take_locks(keys, shared=shared)
 
 
 def revocation_fence(tenant_id: int) -> str:

@@ -6,7 +6,12 @@ A leaf module: `memory.models` and `memory.search.models` both build their histo
 from here.
 """
 
+from typing import TYPE_CHECKING
+
 from django.db import models
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 NOTE_MAX_CHARS = 500  # a reviewer's or job's note on a transition, as the history row keeps it
 
@@ -21,3 +26,15 @@ class HistoryActor(models.Model):
 
     class Meta:
         abstract = True
+
+
+class HistoryContext:
+    """Not columns: what a save tells simple-history about the change, set on the instance just
+    before it (annotations only, for the models that keep a history): the transition
+    (`_change_reason`), the actor and the note (copied into the row by memory.apps), and the user
+    when a person acted (`_history_user`). Which of them a given save sets is up to its caller."""
+
+    _change_reason: str
+    _history_actor: str
+    _history_note: str
+    _history_user: "User"

@@ -1,6 +1,6 @@
 """Rules the lifecycle services, admission and governance share, each written once: how long a
-note may be, what a reviewer's correction may say and how long it lives, how many ids one
-statement binds, and what a record becoming active sets off.
+note may be, what a reviewer's correction may say and how long it lives, how much work goes in
+one chunk, and what a record becoming active sets off.
 
 A leaf: it imports no service, so `memory.admission` (which the services import) can use it."""
 
@@ -12,23 +12,25 @@ from django.conf import settings
 
 from memory.errors import ValidationFailed
 from memory.models import NOTE_MAX_CHARS, MemoryKind, MemoryRecord, Status
-from memory.search.semantic import embed_after_commit
+from memory.tasks import embed_after_commit
 
-# Ids bound per statement where a list of ids becomes one placeholder each (SQLite's limit on
-# parameters, and what keeps one statement short elsewhere).
+# How much work goes in one piece where work is chunked: ids bound per statement where a list of
+# ids becomes one placeholder each (SQLite's limit on parameters; it keeps a statement short
+# elsewhere), rows read per fetch by an export.
 CHUNK = 1000
 
 
-def checked_note(note: Any, *, field: str = "note", required: str = "") -> str:
-    """A note as the history row keeps it (a transition's note, a revocation's or a cleared hold's
-    reason): too long is an error, never cut short. `required`: the error's detail when a note is
-    missing; such a note is stripped first, and anything but text counts as missing."""
+def checked_note(note: Any, *, field: str = "note", required: str = "", limit: int = NOTE_MAX_CHARS) -> str:
+    """A note as the history row keeps it (a transition's note, a revocation's, a forget request's
+    or a cleared hold's reason): too long is an error, never cut short. `required`: the error's
+    detail when a note is missing; such a note is stripped first, and anything but text counts as
+    missing. `limit`: a shorter one, for a note that is later written into a longer one."""
     if required:
         note = note.strip() if isinstance(note, str) else ""
         if not note:
             raise ValidationFailed(required, errors={field: ["This field is required."]})
-    if len(note) > NOTE_MAX_CHARS:
-        raise ValidationFailed(f"The {field} is too long.", errors={field: [f"At most {NOTE_MAX_CHARS} characters."]})
+    if len(note) > limit:
+        raise ValidationFailed(f"The {field} is too long.", errors={field: [f"At most {limit} characters."]})
     return note
 
 

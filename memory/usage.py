@@ -86,7 +86,7 @@ def flush() -> int:
     if _write is None:  # no service imported yet, so nothing was buffered
         return 0
     ids, newest = _buffer.take()
-    if not ids:
+    if not ids or newest is None:  # the newest note is set with the first
         return 0
     try:
         return _write(record_ids=ids, at=newest)

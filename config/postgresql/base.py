@@ -2,9 +2,9 @@
 
 Django registers its own timestamptz loader (to set the connection's time zone on every value),
 subclassed from psycopg's pure-Python loader, so with psycopg[binary] every timestamp read still
-goes through a regular expression in Python (Django ticket #36960): 10,000 timestamps took 80 ms to
-load on the benchmark's machine, 33 ms with the compiled loader. Ten records as recall loads them
-hold some forty timestamps, a review page hundreds. This backend registers a loader that Django's
+goes through a regular expression in Python (Django ticket #36960; the cost is in
+docs/benchmarks.md). Ten records as recall loads them hold some forty timestamps, a review page
+hundreds. This backend registers a loader that Django's
 cursors accept as their own (same `timezone` attribute) and that parses with the loader psycopg
 itself registers, the compiled one when psycopg[binary] is installed; the value is then given the
 connection's time zone exactly as Django's loader gives it."""

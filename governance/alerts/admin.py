@@ -2,9 +2,9 @@
 the job writes them) and reviewers' digest preferences."""
 
 from django.contrib import admin
-from django.http import HttpRequest
 
 from governance.alerts.models import Alert, AlertPolicy, DigestPreference
+from governance.readonly_admin import ReadOnlyAdminMixin
 
 
 @admin.register(AlertPolicy)
@@ -14,7 +14,7 @@ class AlertPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Alert)
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "tenant",
         "kind",
@@ -29,15 +29,6 @@ class AlertAdmin(admin.ModelAdmin):
     list_filter = ["kind", "tenant"]
     list_select_related = ["tenant"]
     date_hierarchy = "opened_at"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
 
 @admin.register(DigestPreference)

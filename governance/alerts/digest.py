@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.db.models import Count, Q
@@ -16,8 +17,8 @@ from django.template.loader import render_to_string
 
 from governance.alerts.models import Alert, DigestPreference
 from governance.alerts.services import alert_link, link
-from governance.models import ForgetRequest
-from governance.selectors import forget_requests_in_scope
+from governance.forget.models import ForgetRequest
+from governance.forget.selectors import forget_requests_in_scope
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import MemoryRecord, Status
 from memory.risk import risk_reasons
@@ -40,7 +41,7 @@ class DigestItem:
 
 @dataclass
 class Digest:
-    user: object
+    user: User
     since: datetime
     until: datetime
     tenants: list[str]
@@ -79,14 +80,14 @@ class Digest:
 
 
 def _record_item(record: MemoryRecord) -> DigestItem:
-    flags = ", ".join(code for code, _ in risk_reasons(record.risk_flags))
+    flags = ", ".join(code for code, _ in risk_reasons(record.risk_flags or ""))
     what = f"{record.kind.name} from {record.source_type.replace('_', ' ')} ({record.tenant.slug})" + (
         f", flagged: {flags}" if flags else ""
     )
     return DigestItem(str(record.pk)[:8], what, link("review:memory_detail", record.pk))
 
 
-def build_digest(user, *, since: datetime, now: datetime) -> Digest:
+def build_digest(user: User, *, since: datetime, now: datetime) -> Digest:
     actor = Actor.for_user(user)
     scope = records_in_scope(actor)
     tenants = list(tenants_in_scope(actor).values_list("slug", flat=True))

@@ -20,8 +20,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from governance.alerts.models import Alert, AlertPolicy
-from governance.models import ForgetRequest
-from governance.ops.views import check_scheduler
+from governance.forget.models import ForgetRequest
+from governance.jobs.health import check_scheduler
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import MemoryRecord, Status, Tenant
 from memory.selectors import drift_queue
@@ -179,7 +179,7 @@ def link(url_name: str, *args, query: str = "") -> str:
     return f"{settings.PUBLIC_BASE_URL}{reverse(url_name, args=args)}{'?' + query if query else ''}"
 
 
-ALERT_PAGES = {
+ALERT_PAGES: dict[str, str] = {
     Alert.Kind.QUARANTINE_AGE: "review:quarantine",
     Alert.Kind.DRIFT_BACKLOG: "review:drift",
     Alert.Kind.FORGET_OVERDUE: "review:forget_list",

@@ -11,20 +11,22 @@ The input serializers are the validators and the schema; the scope rules that ne
 a failure of either writes nothing. Runs carry ids and scores, never question text or content.
 """
 
+from typing import Any
+
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.views import _scoped_tenant_id, _tenant_for
+from governance.api.common import ScopedViewSet, tenant_for
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.runner import run_golden_sets
 from governance.golden.selectors import latest_results, questions_in_scope, runs_in_scope
 from governance.golden.services import MAX_EXPECTED, golden_question_create, golden_question_delete, k_errors
-from memory.api.authentication import request_actor
-from memory.api.permissions import IsReviewer
-from memory.api.views import PROBLEMS, UUID_PATTERN, RecordPagination
+from memory.actors import Actor
+from memory.api.authentication import permitted_actor
+from memory.api.views import PROBLEMS
 from memory.errors import ValidationFailed
 from memory.models import Agent
 from memory.validation import (
@@ -142,30 +144,18 @@ class GoldenQuestionSerializer(serializers.Serializer):
         return None if result is None else GoldenResultSerializer(result).data
 
 
-class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, ScopedViewSet):
     serializer_class = GoldenQuestionSerializer
-    permission_classes = [IsReviewer]
-    pagination_class = RecordPagination
-    lookup_value_regex = UUID_PATTERN
-    queryset = GoldenQuestion.objects.none()  # for the schema; get_queryset scopes every request
+    list_query_serializer = GoldenListQuerySerializer
+    queryset = GoldenQuestion.objects.none()
 
-    def get_queryset(self) -> QuerySet[GoldenQuestion]:
-        if getattr(self, "swagger_fake_view", False):
-            return GoldenQuestion.objects.none()
-        actor = request_actor(self.request)
-        queryset = questions_in_scope(actor)
-        if self.action == "list":
-            params = GoldenListQuerySerializer(data=self.request.query_params)
-            params.is_valid(raise_exception=True)
-            tenant_id = _scoped_tenant_id(actor, params.validated_data.get("tenant"))
-            if tenant_id is not None:
-                queryset = queryset.filter(tenant_id=tenant_id)
-        return queryset
+    def scoped(self, actor: Actor, params: dict) -> QuerySet[GoldenQuestion]:
+        return questions_in_scope(actor)
 
-    def get_serializer_context(self) -> dict:
-        context = super().get_serializer_context()
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())  # a fresh dict each call: the copy changes nothing
         if not getattr(self, "swagger_fake_view", False) and self.request is not None:
-            context["last_results"] = latest_results(request_actor(self.request))
+            context["last_results"] = latest_results(permitted_actor(self.request))
         return context
 
     @extend_schema(
@@ -186,11 +176,11 @@ class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mi
         responses={201: GoldenQuestionSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 429)}},
     )
     def create(self, request: Request) -> Response:
-        actor = request_actor(request)
+        actor = permitted_actor(request)
         body = GoldenQuestionInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        tenant = _tenant_for(actor, data)
+        tenant = tenant_for(actor, data)
         agent = Agent.objects.filter(tenant=tenant, slug=data["agent"]).first()
         if agent is None:
             raise ValidationFailed("The golden question is invalid.", errors={"agent": ["No such agent in this tenant."]})
@@ -215,28 +205,18 @@ class GoldenQuestionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mi
         responses={204: None, **{c: PROBLEMS[c] for c in (401, 403, 404)}},
     )
     def destroy(self, request: Request, *args, **kwargs) -> Response:
-        golden_question_delete(actor=request_actor(request), question_id=kwargs["pk"])
+        golden_question_delete(actor=permitted_actor(request), question_id=kwargs["pk"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class GoldenRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class GoldenRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     serializer_class = GoldenRunSerializer
-    permission_classes = [IsReviewer]
-    pagination_class = RecordPagination
-    queryset = GoldenRun.objects.none()  # for the schema; get_queryset scopes every request
+    list_query_serializer = GoldenListQuerySerializer
+    lookup_value_regex = "[^/.]+"  # a run's id is a number: the router's default
+    queryset = GoldenRun.objects.none()
 
-    def get_queryset(self) -> QuerySet[GoldenRun]:
-        if getattr(self, "swagger_fake_view", False):
-            return GoldenRun.objects.none()
-        actor = request_actor(self.request)
-        queryset = runs_in_scope(actor).order_by("-started_at", "-pk")
-        if self.action == "list":
-            params = GoldenListQuerySerializer(data=self.request.query_params)
-            params.is_valid(raise_exception=True)
-            tenant_id = _scoped_tenant_id(actor, params.validated_data.get("tenant"))
-            if tenant_id is not None:
-                queryset = queryset.filter(tenant_id=tenant_id)
-        return queryset
+    def scoped(self, actor: Actor, params: dict) -> QuerySet[GoldenRun]:
+        return runs_in_scope(actor).order_by("-started_at", "-pk")
 
     @extend_schema(
         summary="Golden runs of your tenants, newest first",
@@ -259,10 +239,10 @@ class GoldenRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         responses={201: GoldenRunSerializer, **{c: PROBLEMS[c] for c in (400, 401, 403, 404, 409, 429)}},
     )
     def create(self, request: Request) -> Response:
-        actor = request_actor(request)
+        actor = permitted_actor(request)
         body = GoldenRunInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        tenant = _tenant_for(actor, body.validated_data)
+        tenant = tenant_for(actor, body.validated_data)
         runs = run_golden_sets(
             tenants=[tenant], index=body.validated_data.get("index"), trigger=GoldenRun.Trigger.MANUAL, requested_by=actor.label
         )

@@ -6,17 +6,17 @@ lists them. Agent tokens get a 403: deciding that a source is compromised is a p
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.views import _tenant_for
+from governance.api.common import ScopedViewSet, tenant_for
 from governance.revocations.models import Revocation
 from governance.revocations.selectors import revocations_in_scope
 from governance.revocations.services import SESSION_ID_MAX_CHARS, SOURCE_URI_MAX_CHARS, resolve_source, revocation_create
-from memory.api.authentication import request_actor
-from memory.api.permissions import IsReviewer
-from memory.api.views import PROBLEMS, UUID_PATTERN, RecordPagination
+from memory.actors import Actor
+from memory.api.authentication import permitted_actor
+from memory.api.views import PROBLEMS
 from memory.models import NOTE_MAX_CHARS
 from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
@@ -58,7 +58,9 @@ class RevocationInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer
 class RevocationSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     tenant = serializers.CharField(source="tenant.slug")
-    source = serializers.ChoiceField(choices=Revocation.Source.choices, help_text="What kind of source was revoked.")
+    # DRF's metaclass takes declared fields off the class, so this name does not hide Field.source
+    # at run time; the stubs cannot know that.
+    source = serializers.ChoiceField(choices=Revocation.Source.choices, help_text="What kind of source was revoked.")  # type: ignore[assignment]
     value = serializers.CharField(help_text="The token's hint, the agent's slug, the session id or the URI prefix.")
     agent = serializers.CharField(source="agent.slug", allow_null=True, default=None)
     reason = serializers.CharField()
@@ -69,17 +71,12 @@ class RevocationSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class RevocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class RevocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     serializer_class = RevocationSerializer
-    permission_classes = [IsReviewer]
-    pagination_class = RecordPagination
-    lookup_value_regex = UUID_PATTERN
-    queryset = Revocation.objects.none()  # for the schema; get_queryset scopes every request
+    queryset = Revocation.objects.none()
 
-    def get_queryset(self) -> QuerySet[Revocation]:
-        if getattr(self, "swagger_fake_view", False):
-            return Revocation.objects.none()
-        return revocations_in_scope(request_actor(self.request))
+    def scoped(self, actor: Actor, params: dict) -> QuerySet[Revocation]:
+        return revocations_in_scope(actor)
 
     @extend_schema(
         summary="Revoke a source: what it wrote, and what was derived from that, goes back to quarantine (reviewers)",
@@ -87,11 +84,11 @@ class RevocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         responses={201: RevocationSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 429)}},
     )
     def create(self, request: Request) -> Response:
-        actor = request_actor(request)
+        actor = permitted_actor(request)
         body = RevocationInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        tenant = _tenant_for(actor, data)
+        tenant = tenant_for(actor, data)
         source = resolve_source(
             actor=actor,
             tenant=tenant,

@@ -7,15 +7,15 @@ import uuid
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from governance.dedup.models import DedupProposal
 from governance.dedup.selectors import proposal_is_current, proposal_members
 from governance.dedup.services import DECISION_NOTE_MAX_CHARS
-from governance.models import DedupProposal
 from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
 from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
 
 class ForgetRequestInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """The API's validator and schema; `governance.services.forget_request_create` checks the same
+    """The API's validator and schema; `governance.forget.services.forget_request_create` checks the same
     limits (one constant each) for the reviewer UI."""
 
     subject = StrictCharField(
@@ -137,7 +137,8 @@ class ProposalSerializer(serializers.Serializer):
 
     @extend_schema_field(ProposalMemberSerializer(many=True))
     def get_members(self, proposal) -> list[dict]:
-        return ProposalMemberSerializer(proposal_members(proposal), many=True).data
+        # many=True builds a ListSerializer, whose data is a list: the stubs type every Serializer's as a dict.
+        return ProposalMemberSerializer(proposal_members(proposal), many=True).data  # type: ignore[return-value]
 
     def get_stale(self, proposal) -> bool | None:
         if proposal.status != DedupProposal.Status.OPEN:

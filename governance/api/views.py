@@ -13,11 +13,12 @@ is the service's `Conflict` (409, the proposal stays open), another tenant's pro
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from governance.api.common import ScopedViewSet, scoped_tenant_id, tenant_for
 from governance.api.serializers import (
     ForgetRequestInputSerializer,
     ForgetRequestSerializer,
@@ -29,48 +30,27 @@ from governance.api.serializers import (
     ProposalStatsQuerySerializer,
     ProposalStatsSerializer,
 )
+from governance.dedup.models import DedupProposal
 from governance.dedup.selectors import proposal_queue, proposals_in_scope
 from governance.dedup.services import proposal_accept, proposal_reject, proposal_rollback, regret_counts
-from governance.models import DedupProposal, ForgetRequest
-from governance.selectors import forget_requests_in_scope
-from governance.services import forget_request_create
+from governance.forget.models import ForgetRequest
+from governance.forget.selectors import forget_requests_in_scope
+from governance.forget.services import forget_request_create
 from memory.actors import Actor
-from memory.api.authentication import request_actor
-from memory.api.permissions import IsAgentOrReviewer, IsReviewer
-from memory.api.views import PROBLEMS, UUID_PATTERN, RecordPagination
-from memory.errors import RecordNotFound, ValidationFailed
-from memory.models import Tenant
-from memory.selectors import tenants_in_scope
+from memory.api.authentication import permitted_actor
+from memory.api.permissions import IsAgentOrReviewer
+from memory.api.typing import is_agent_request
+from memory.api.views import PROBLEMS
 from memory.services import reject_foreign_scope
 
 
-def _tenant_for(actor: Actor, data: dict) -> Tenant:
-    """An agent forgets in its token's tenant; a reviewer names one of theirs (or has only one)."""
-    if actor.is_agent:
-        return actor.credential.agent.tenant
-    tenants = tenants_in_scope(actor)
-    slug = data.get("tenant")
-    if slug:
-        tenant = tenants.filter(slug=slug).first()
-        if tenant is None:
-            raise RecordNotFound("No such tenant in your scope.")
-        return tenant
-    candidates = list(tenants[:2])
-    if len(candidates) != 1:
-        raise ValidationFailed("Name the tenant to forget in.", errors={"tenant": ["Required: you review several tenants."]})
-    return candidates[0]
-
-
-class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ForgetRequestViewSet(mixins.RetrieveModelMixin, ScopedViewSet):
     serializer_class = ForgetRequestSerializer
-    permission_classes = [IsAgentOrReviewer]
-    lookup_value_regex = UUID_PATTERN
-    queryset = ForgetRequest.objects.none()  # for the schema; get_queryset scopes every request
+    permission_classes = [IsAgentOrReviewer]  # an agent reads back the requests it filed
+    queryset = ForgetRequest.objects.none()
 
-    def get_queryset(self) -> QuerySet[ForgetRequest]:
-        if getattr(self, "swagger_fake_view", False):
-            return ForgetRequest.objects.none()
-        return forget_requests_in_scope(request_actor(self.request)).prefetch_related("receipts")
+    def scoped(self, actor: Actor, params: dict) -> QuerySet[ForgetRequest]:
+        return forget_requests_in_scope(actor).prefetch_related("receipts")
 
     @extend_schema(
         summary="Forget a subject (agents with the forget capability, reviewers)",
@@ -78,11 +58,11 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         responses={202: ForgetRequestSerializer, **{code: PROBLEMS[code] for code in (400, 401, 403, 404, 429)}},
     )
     def create(self, request: Request) -> Response:
-        actor = request_actor(request)
-        data = reject_foreign_scope(request.data, actor.credential) if actor.is_agent else request.data
+        actor = permitted_actor(request)
+        data = reject_foreign_scope(request.data, request.auth) if is_agent_request(request) else request.data
         body = ForgetRequestInputSerializer(data=data)
         body.is_valid(raise_exception=True)
-        tenant = _tenant_for(actor, body.validated_data)
+        tenant = tenant_for(actor, body.validated_data)
         filed = forget_request_create(
             actor=actor,
             tenant=tenant,
@@ -110,42 +90,21 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 # dedup proposals
 
 
-def _scoped_tenant_id(actor: Actor, slug: str | None) -> int | None:
-    """A `?tenant=` slug, resolved within the reviewer's tenants (another tenant is a 404)."""
-    if not slug:
-        return None
-    tenant_id = tenants_in_scope(actor).filter(slug=slug).values_list("pk", flat=True).first()
-    if tenant_id is None:
-        raise RecordNotFound("No such tenant in your scope.")
-    return tenant_id
-
-
 _PROPOSAL_DECISION_RESPONSES = {code: PROBLEMS[code] for code in (400, 401, 403, 404, 409, 429)}
 
 
-class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Dedup proposals of the reviewer's tenants, oldest first. Reviewers only: an agent token is
     a 403 whatever it asks, since a job's suggestion to merge memories is for a human to decide."""
 
     serializer_class = ProposalSerializer
-    permission_classes = [IsReviewer]
-    pagination_class = RecordPagination
-    lookup_value_regex = UUID_PATTERN
-    queryset = DedupProposal.objects.none()  # for the schema; get_queryset scopes every request
+    list_query_serializer = ProposalListQuerySerializer
+    queryset = DedupProposal.objects.none()
 
-    def get_queryset(self) -> QuerySet[DedupProposal]:
-        if getattr(self, "swagger_fake_view", False):
-            return DedupProposal.objects.none()
-        actor = request_actor(self.request)
+    def scoped(self, actor: Actor, params: dict) -> QuerySet[DedupProposal]:
         if self.action != "list":
             return proposal_queue(actor, status=None)
-        params = ProposalListQuerySerializer(data=self.request.query_params)
-        params.is_valid(raise_exception=True)
-        queryset = proposal_queue(
-            actor, status=params.validated_data.get("status"), category=params.validated_data.get("category")
-        )
-        tenant_id = _scoped_tenant_id(actor, params.validated_data.get("tenant"))
-        return queryset if tenant_id is None else queryset.filter(tenant_id=tenant_id)
+        return proposal_queue(actor, status=params.get("status"), category=params.get("category"))
 
     @extend_schema(
         summary="List dedup proposals in your tenants (reviewers only)",
@@ -172,7 +131,7 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         body = ProposalAcceptInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         proposal = proposal_accept(
-            proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"], keep_id=body.validated_data["keep"]
+            proposal_id=pk, actor=permitted_actor(request), note=body.validated_data["note"], keep_id=body.validated_data["keep"]
         )
         return self._read(proposal.pk)
 
@@ -185,7 +144,7 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def reject(self, request: Request, pk: str) -> Response:
         body = ProposalDecisionInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        proposal = proposal_reject(proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"])
+        proposal = proposal_reject(proposal_id=pk, actor=permitted_actor(request), note=body.validated_data["note"])
         return self._read(proposal.pk)
 
     @extend_schema(
@@ -198,7 +157,7 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def rollback(self, request: Request, pk: str) -> Response:
         body = ProposalDecisionInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        outcome = proposal_rollback(proposal_id=pk, actor=request_actor(request), note=body.validated_data["note"])
+        outcome = proposal_rollback(proposal_id=pk, actor=permitted_actor(request), note=body.validated_data["note"])
         return Response(
             ProposalRollbackSerializer(
                 {
@@ -216,10 +175,10 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     )
     @action(detail=False, methods=["get"], pagination_class=None, filter_backends=[])
     def stats(self, request: Request) -> Response:
-        actor = request_actor(request)
+        actor = permitted_actor(request)
         params = ProposalStatsQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        tenant_id = _scoped_tenant_id(actor, params.validated_data.get("tenant"))
+        tenant_id = scoped_tenant_id(actor, params.validated_data.get("tenant"))
         regret = regret_counts(actor=actor, tenant_id=tenant_id)
         open_proposals = proposals_in_scope(actor).filter(status=DedupProposal.Status.OPEN)
         if tenant_id is not None:
@@ -237,7 +196,7 @@ class ProposalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     def _fresh(self, proposal_id) -> DedupProposal:
         # After a decision, read it back the way the list does (members at their new versions).
-        return proposal_queue(request_actor(self.request), status=None).get(pk=proposal_id)
+        return proposal_queue(permitted_actor(self.request), status=None).get(pk=proposal_id)
 
     def _read(self, proposal_id) -> Response:
         return Response(ProposalSerializer(self._fresh(proposal_id)).data)

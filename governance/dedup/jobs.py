@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from governance.dedup.detect import Finding, RecordFacts, find_proposals, proposal_signature
-from governance.models import DedupProposal, DedupProposalDrop
+from governance.dedup.models import DedupProposal, DedupProposalDrop
 from memory.models import MemoryRecord, Status
 
 SCOPE_FIELDS = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")

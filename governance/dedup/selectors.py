@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.db.models import Prefetch, QuerySet
 
-from governance.models import DedupProposal, DedupProposalDrop
+from governance.dedup.models import DedupProposal, DedupProposalDrop
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status
 

@@ -16,11 +16,12 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from prometheus_client import Counter
 
-from governance.models import DedupProposal
+from governance.dedup.models import DedupProposal
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, ValidationFailed
 from memory.metrics import count_conflict, count_on_commit
 from memory.models import NOTE_MAX_CHARS, MemoryRecord, Status
+from memory.policy import checked_note
 from memory.services import memory_restore, memory_supersede_by
 
 PROPOSALS_DECIDED = Counter(
@@ -58,9 +59,7 @@ def _check_note(note: str | None) -> str:
         return ""
     if not isinstance(note, str):
         raise ValidationFailed("The note must be text.", errors={"note": ["Must be a string."]})
-    if len(note) > DECISION_NOTE_MAX_CHARS:
-        raise ValidationFailed("The note is too long.", errors={"note": [f"At most {DECISION_NOTE_MAX_CHARS} characters."]})
-    return note.strip()
+    return checked_note(note, limit=DECISION_NOTE_MAX_CHARS).strip()
 
 
 def _locked_proposal(actor: Actor, proposal_id) -> DedupProposal:

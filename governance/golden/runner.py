@@ -66,10 +66,10 @@ def run_golden_sets(
     one stored `GoldenRun` per tenant with at least one question, in tenant order."""
     started = time.monotonic()
     now = now or timezone.now()
-    questions = GoldenQuestion.objects.select_related("agent__tenant").order_by("tenant_id", "created_at", "pk")
+    chosen = GoldenQuestion.objects.select_related("agent__tenant").order_by("tenant_id", "created_at", "pk")
     if tenants is not None:
-        questions = questions.filter(tenant__in=list(tenants))
-    questions = list(questions)
+        chosen = chosen.filter(tenant__in=list(tenants))
+    questions = list(chosen)
     if not questions and index is None:
         return []
     index = serving_index(index)  # resolved once: by name (unknown: RecordNotFound), or the active one

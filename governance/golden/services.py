@@ -102,7 +102,8 @@ def golden_question_create(
             created_by=actor.label,
             created_by_user=actor.user if actor.is_human else None,
         )
-        golden.expected.set(expected)
+        # set() takes primary keys, which the stubs assume are integers (a record's is a UUID).
+        golden.expected.set(expected)  # type: ignore[arg-type]
     return golden
 
 

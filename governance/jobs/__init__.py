@@ -1,6 +1,10 @@
-"""The scheduled jobs: a registry from job name to job function (in `registry`), and (in `runner`)
-the one wrapper every run goes through, from beat or from `manage.py run_job`: it takes the job's
-lock, records a `JobRun` and logs a structured line.
+"""The scheduled jobs' machinery: a registry from job name to job function and task name (in
+`registry`), and (in `runner`) the one wrapper every run goes through, from beat or from
+`manage.py run_job`: it takes the job's lock (`locks`), records a `JobRun` (`models`) and logs a
+structured line. `schedule` keeps beat's schedule rows, `health` says which jobs went stale,
+`selectors` reads the last runs and `admin` shows runs and schedule. The job functions live with
+their features (governance.retention, governance.forget, governance.dedup, ...); nothing here
+imports them.
 
 A job function is `def job(*, now, batch_size) -> dict[str, int]`: it selects its work by state
 and cutoff, works in chunks that each commit, skips what is already done (so a redelivered or

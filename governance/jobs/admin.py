@@ -14,8 +14,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.db import connection
-from django.db.models import BooleanField, OuterRef, QuerySet, Subquery
-from django.db.models.expressions import RawSQL
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.http import HttpRequest
 from django.urls import reverse
@@ -26,12 +25,13 @@ from django.utils.translation import ngettext
 from django_celery_beat.admin import IntervalScheduleAdmin, PeriodicTaskAdmin, PeriodicTaskForm
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from governance.jobs.schedule import enqueue_job, job_of_task, task_name
-from governance.models import JobRun
+from governance.jobs.models import JobRun
+from governance.jobs.registry import TASK_PREFIX, job_of_task, task_name
+from governance.jobs.schedule import enqueue_job
 from governance.readonly_admin import ReadOnlyAdminMixin
+from memory.engine import current
 
 ADMIN_TRIGGER = "admin"
-TASK_PREFIX = task_name("")  # "governance.tasks.run_": what precedes a job's name in its task
 ERROR_PREVIEW_CHARS = 60
 
 
@@ -56,17 +56,6 @@ def counts_summary(counts: dict) -> str:
     return ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in (counts or {}).items() if value)
 
 
-def did_something_sql() -> str:
-    """SQL true for a run with a count above zero. The keys differ per job (18 for propagate_forgets),
-    so the JSON object's values are read by the database's own JSON functions."""
-    column = f"{connection.ops.quote_name(JobRun._meta.db_table)}.{connection.ops.quote_name('counts')}"
-    if connection.vendor == "postgresql":
-        return f"EXISTS (SELECT 1 FROM jsonb_each_text({column}) AS c WHERE c.value NOT IN ('0', '0.0'))"
-    if connection.vendor == "sqlite":
-        return f"EXISTS (SELECT 1 FROM json_each({column}) AS c WHERE c.value <> 0)"
-    raise NotImplementedError(f"No 'did something' filter for {connection.vendor}")
-
-
 class ActivityFilter(admin.SimpleListFilter):
     """Idle runs (a job that found nothing to do) are most rows of a quiet deployment: this lets an
     admin look past them without hiding them (the unfiltered list shows every run)."""
@@ -81,7 +70,9 @@ class ActivityFilter(admin.SimpleListFilter):
         if self.value() == "errors":
             return queryset.exclude(errors=[])
         if self.value() in ("some", "none"):
-            did = queryset.alias(did_something=RawSQL(did_something_sql(), [], output_field=BooleanField()))
+            # The keys differ per job (18 for propagate_forgets), so the JSON object's values are
+            # read by the database's own JSON functions.
+            did = queryset.alias(did_something=current().ops.json_has_nonzero_value(connection, JobRun, "counts"))
             return did.filter(did_something=self.value() == "some")
         return queryset
 
@@ -93,8 +84,7 @@ class JobRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "started_at"
     ordering = ["-started_at"]
     actions = ["run_now"]
-    fields = ["job", "status", "trigger", "started_at", "finished_at", "duration", "counts_json", "errors_list"]
-    readonly_fields = fields
+    fields = readonly_fields = ("job", "status", "trigger", "started_at", "finished_at", "duration", "counts_json", "errors_list")
 
     @admin.display(description="started", ordering="started_at")
     def started(self, run: JobRun) -> str:

@@ -18,8 +18,8 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from governance.jobs.locks import job_lock
+from governance.jobs.models import JobRun
 from governance.jobs.registry import JOBS, job_function
-from governance.models import JobRun
 
 logger = logging.getLogger("governance.jobs")
 

@@ -16,16 +16,19 @@ happens at a time, whatever sends it (two beats, a redelivery, a "Run now" in th
 
 import copy
 import math
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, cast
 
 from celery import current_app, schedules
+from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
-from governance.jobs.registry import JOBS
+from governance.jobs.registry import JOBS, job_of_task, task_name
 
 ENTRY_PREFIX = "job-"
 
@@ -34,23 +37,12 @@ def entry_name(job: str) -> str:
     return f"{ENTRY_PREFIX}{job}"
 
 
-def task_name(job: str) -> str:
-    return f"governance.tasks.run_{job}"
-
-
-def job_of_task(task: str) -> str | None:
-    """The job a task name runs, or None for a task that is not one of the scheduled jobs."""
-    prefix = "governance.tasks.run_"
-    job = task[len(prefix) :] if task.startswith(prefix) else None
-    return job if job in JOBS else None
-
-
 def seed_job_schedule(
     periodic_task_model,
     interval_model,
     *,
-    intervals: dict[str, float],
-    defaults: dict[str, float],
+    intervals: Mapping[str, float],
+    defaults: Mapping[str, float],
     overwrite: set[str] | frozenset = frozenset(),
 ) -> list[str]:
     """Create the row of every job in `intervals` that has none, and set the interval of the jobs in
@@ -59,7 +51,7 @@ def seed_job_schedule(
     written = []
     # A job's row is found by the task it sends, so a row an admin renamed is still the job's (and
     # not joined by a second one sending the same task); the row named `job-<name>` first.
-    existing: dict[str, object] = {}
+    existing: dict[str, Any] = {}  # rows of the model passed in, current or historical
     rows = periodic_task_model.objects.filter(task__in=[task_name(j) for j in intervals]).order_by("pk")
     for row in sorted(rows, key=lambda row: row.name != entry_name(job_of_task(row.task) or "")):
         existing.setdefault(row.task, row)
@@ -138,11 +130,12 @@ def period_seconds(schedule: schedules.BaseSchedule) -> float | None:
     if isinstance(schedule, schedules.crontab):
         probe = copy.copy(schedule)
         start = moment = timezone.now()
-        gaps, previous = [], None
+        gaps: list[float] = []
+        previous: datetime | None = None
         # Every run over the next eight days (so a weekend gap is seen whatever today is), and at
         # least two; capped for schedules that run every minute.
         for _ in range(CRONTAB_PROBE_MAX_RUNS):
-            probe.nowfun = lambda moment=moment: moment
+            probe.nowfun = lambda moment=moment: moment  # type: ignore[attr-defined]  # celery-types misspells it nowfunc
             moment = moment + probe.remaining_estimate(moment) + timedelta(seconds=1)
             if previous is not None:
                 gaps.append((moment - previous).total_seconds())
@@ -151,7 +144,7 @@ def period_seconds(schedule: schedules.BaseSchedule) -> float | None:
                 break
         return max(gaps)
     if isinstance(schedule, schedules.schedule):
-        return schedule.run_every.total_seconds()
+        return schedule.run_every.total_seconds()  # type: ignore[attr-defined]  # set by __init__; celery-types lacks it
     return None
 
 
@@ -173,7 +166,9 @@ def enqueue_job(job: str, *, trigger: str) -> None:
     """Send the task beat sends for `job` (once the current transaction commits), with `trigger`
     recorded on its JobRun. The job's lock still allows one run at a time."""
     current_app.loader.import_default_modules()
-    current_app.tasks[task_name(job)].delay_on_commit(trigger=trigger)
+    # Celery's Django fixup makes every task of this app a DjangoTask.
+    task = cast("DjangoTask[..., Any]", current_app.tasks[task_name(job)])
+    task.delay_on_commit(trigger=trigger)
 
 
 class JobEntry(ModelEntry):

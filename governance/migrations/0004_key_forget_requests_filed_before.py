@@ -9,10 +9,29 @@ fingerprints (memory.fingerprints):
 """
 
 import hashlib
+import re
 
+from django.conf import settings
 from django.db import migrations
+from django.utils.crypto import salted_hmac
 
-from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
+# `memory.fingerprints` as this migration ran it (a frozen copy): the keyed fingerprint of a
+# tenant's subject, under FORGET_FINGERPRINT_KEY or else SECRET_KEY (the deployment's key, read
+# when the migration runs, as the code of the day reads it).
+_FINGERPRINT = re.compile(r"forgotten:[0-9a-f]{64}")
+_KEY_SALT = "governed-memory.forgotten-subject"
+
+
+def is_subject_fingerprint(value: str) -> bool:
+    return bool(_FINGERPRINT.fullmatch(value or ""))
+
+
+def subject_fingerprint(tenant_id: int, subject: str) -> str:
+    if is_subject_fingerprint(subject):
+        return subject
+    secret = getattr(settings, "FORGET_FINGERPRINT_KEY", "") or settings.SECRET_KEY
+    message = f"{tenant_id}\x00{subject}".encode("utf-8", "surrogatepass")
+    return "forgotten:" + salted_hmac(_KEY_SALT, message, secret=secret, algorithm="sha256").hexdigest()
 
 
 def backfill_requesting_agents(apps, schema_editor):

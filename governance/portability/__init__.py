@@ -7,5 +7,9 @@
 - `disk`: forgetting that reaches the disk (SQLite secure delete; PostgreSQL tables rewritten
   online by pg_repack in a batched, scheduled job), with the `disk` forget artifact whose receipt
   says when that happened and what remains;
-- `imports`: the import guard that refuses notes about a subject forgotten here.
+- `imports`: the import guard that refuses notes about a subject forgotten here;
+- `jobs`: `disk_rewrite`, the scheduled job that rewrites and verifies the disk for every forget
+  completed before it.
+
+What each database does for the backup and the disk is its engine's (`memory.engine.*.ops`).
 """

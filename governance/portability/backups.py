@@ -32,40 +32,37 @@ import io
 import json
 import logging
 import os
-import re
-import sqlite3
-import subprocess
 import tarfile
 import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Count
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from governance.forgetting import propagate_open_forget_requests
+from governance.forget.models import ForgetRequest, ForgetTombstone, PropagationReceipt
+from governance.forget.propagation import propagate_open_forget_requests
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
-from governance.models import ForgetRequest, ForgetTombstone, JobRun, PropagationReceipt
+from governance.jobs.models import JobRun
 from governance.portability import disk, ledger
-from governance.services import forget_request_create
+from governance.tasks import JOB_TASKS
 from memory.actors import Actor
+from memory.engine import current
 from memory.models import Agent, MemoryRecord, Tenant
 
 logger = logging.getLogger("governance.backups")
 
 FORMAT = "governed-memory-backup/1"
 MANIFEST = "manifest.json"
-DUMP_NAMES = {"postgresql": "database.pgdump", "sqlite": "database.sqlite3"}
 # A forget filed shortly before the backup started may have committed after pg_dump took its
 # snapshot; ledger entries this much older than the backup are re-applied too if the backup lacks them.
 REFORGET_MARGIN = timedelta(hours=1)
@@ -78,44 +75,6 @@ class BackupError(RuntimeError):
 
 def _connection():
     return connections[DEFAULT_DB_ALIAS]
-
-
-# --------------------------------------------------------------------------------------------
-# PostgreSQL client programs
-
-
-def _pg_args(params: dict, *, database: str | None = None) -> tuple[list[str], dict[str, str]]:
-    args = [
-        "--host",
-        params.get("HOST") or "127.0.0.1",
-        "--port",
-        str(params.get("PORT") or 5432),
-        "--username",
-        params.get("USER") or "postgres",
-        "--no-password",
-    ]
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PGPASSWORD": params.get("PASSWORD") or "",
-        "PGDATABASE": database or params["NAME"],
-    }
-    return args, env
-
-
-def _run(command: list[str], env: dict, *, what: str, **kwargs) -> subprocess.CompletedProcess:
-    completed = subprocess.run(command, env=env, capture_output=True, **kwargs)
-    if completed.returncode != 0:
-        stderr = completed.stderr.decode(errors="replace") if isinstance(completed.stderr, bytes) else completed.stderr
-        # The client programs' errors name objects, not row values; only the last line is kept.
-        last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-        raise BackupError(f"{what} failed (exit {completed.returncode}): {last}")
-    return completed
-
-
-def _schema(connection) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_schema()")
-        return cursor.fetchone()[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,16 +116,16 @@ def backup(outfile: Path) -> BackupResult:
         raise BackupError("A backup cannot run inside a transaction.")
     outfile = outfile.resolve()
     outfile.parent.mkdir(parents=True, exist_ok=True)
-    manifest = {"format": FORMAT, "id": str(uuid.uuid4()), "vendor": connection.vendor}
+    engine = current()
+    manifest = {"format": FORMAT, "id": str(uuid.uuid4()), "vendor": engine.NAME}
     with tempfile.TemporaryDirectory(prefix="gm-backup-", dir=outfile.parent) as workdir:
-        dump = Path(workdir) / DUMP_NAMES.get(connection.vendor, "database")
-        manifest["started_at"] = timezone.now().isoformat()
-        if connection.vendor == "postgresql":
-            manifest.update(_pg_dump_consistent(connection, dump))
-        elif connection.vendor == "sqlite":
-            manifest.update(_sqlite_backup(connection, dump))
-        else:  # pragma: no cover - the project supports PostgreSQL and SQLite only
-            raise BackupError(f"No backup for database vendor {connection.vendor!r}.")
+        dump = Path(workdir) / engine.ops.DUMP_NAME
+        started_at = timezone.now()
+        manifest["started_at"] = started_at.isoformat()
+        try:
+            manifest.update(engine.ops.dump(connection, dump, _describe))
+        except ChildProcessError as exc:  # pg_dump failed; its message names objects, not row values
+            raise BackupError(str(exc)) from None
         manifest["finished_at"] = timezone.now().isoformat()
         manifest["dump"] = {"name": dump.name, "bytes": dump.stat().st_size, "sha256": _sha256(dump)}
         manifest["ledger_entries"] = len(ledger.read_ledger())
@@ -183,7 +142,7 @@ def backup(outfile: Path) -> BackupResult:
         job="backup",
         status=JobRun.Status.SUCCEEDED,
         trigger="command",
-        started_at=parse_datetime(manifest["started_at"]),
+        started_at=started_at,
         finished_at=timezone.now(),
         counts={"records": manifest["counts"]["records"], "bytes": outfile.stat().st_size},
     )
@@ -202,57 +161,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _pg_dump_consistent(connection, dump: Path) -> dict:
-    """pg_dump of the app's schema in the snapshot of a REPEATABLE READ transaction that also
-    reads the counts and the applied migrations: the manifest describes exactly the dump."""
-    args, env = _pg_args(connection.settings_dict)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cursor.execute("SELECT pg_export_snapshot(), current_schema()")
-            snapshot, schema = cursor.fetchone()
-        details = {"counts": _counts(), "schema": _schema_version(connection), "database_schema": schema}
-        _run(
-            ["pg_dump", *args, "--format=custom", f"--schema={schema}", f"--snapshot={snapshot}", "--file", str(dump)],
-            env,
-            what="pg_dump",
-            timeout=3600,
-        )
-    return details
-
-
-def _sqlite_backup(connection, dump: Path) -> dict:
-    """SQLite's online backup API: a consistent copy while other connections keep writing."""
-    source = sqlite3.connect(connection.settings_dict["NAME"], timeout=30)
-    target = sqlite3.connect(dump)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
-    with _using_database(str(dump)):
-        details = {"counts": _counts(), "schema": _schema_version(_connection())}
-    return details
+def _describe() -> dict:
+    """The manifest's account of the database the default connection reads: the engine calls it
+    in the dump's own snapshot (PostgreSQL) or against the copy (SQLite)."""
+    return {"counts": _counts(), "schema": _schema_version(_connection())}
 
 
 # --------------------------------------------------------------------------------------------
 # restore
-
-
-@contextmanager
-def _using_database(name: str) -> Iterator[None]:
-    """Point the default connection at another database (the staging copy) for the block."""
-    connection = _connection()
-    connection.close()
-    saved = connection.settings_dict["NAME"]
-    connection.settings_dict["NAME"] = name
-    ContentType.objects.clear_cache()
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict["NAME"] = saved
-        ContentType.objects.clear_cache()
 
 
 @dataclass
@@ -290,7 +206,10 @@ class RestoreResult:
 def read_manifest(infile: Path) -> tuple[dict, tarfile.TarFile]:
     try:
         archive = tarfile.open(infile, "r")  # noqa: SIM115  (returned open: the caller reads the members, then closes it)
-        manifest = json.load(archive.extractfile(MANIFEST))
+        member = archive.extractfile(MANIFEST)
+        if member is None:  # not a regular file
+            raise KeyError(MANIFEST)
+        manifest = json.load(member)
     except (OSError, tarfile.TarError, KeyError, ValueError, TypeError):
         raise BackupError(f"{infile} is not a backup made by `manage.py backup` (no readable {MANIFEST}).") from None
     if manifest.get("format") != FORMAT:
@@ -299,9 +218,17 @@ def read_manifest(infile: Path) -> tuple[dict, tarfile.TarFile]:
     return manifest, archive
 
 
+def _backup_started_at(manifest: dict) -> datetime:
+    """When the backup started, as its manifest says (`backup` writes it in ISO 8601)."""
+    started_at = parse_datetime(manifest["started_at"])
+    if started_at is None:
+        raise BackupError("The manifest's start time is not a time: the backup is damaged.")
+    return started_at
+
+
 def _check_restorable(manifest: dict, connection) -> None:
-    if manifest["vendor"] != connection.vendor:
-        raise BackupError(f"The backup is of a {manifest['vendor']} database; this app runs on {connection.vendor}.")
+    if manifest["vendor"] != current().NAME:
+        raise BackupError(f"The backup is of a {manifest['vendor']} database; this app runs on {current().NAME}.")
     known = {f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).graph.nodes}
     unknown = sorted(set(manifest["schema"]["applied"]) - known)
     if unknown:
@@ -331,14 +258,14 @@ def restore(infile: Path) -> RestoreResult:
             raise BackupError("The dump does not match the manifest's sha256: the backup is damaged.")
         _ledger_live_requests()
         result = RestoreResult(manifest)
-        if connection.vendor == "postgresql":
-            _pg_restore(connection, dump, result)
-        else:
-            _sqlite_restore(connection, dump, result)
+        try:
+            current().ops.restore_dump(connection, dump, details=manifest, prepare=lambda: _reforget_restored(manifest, result))
+        except ChildProcessError as exc:  # pg_restore failed; nothing live changed (its transaction rolled back)
+            raise BackupError(str(exc)) from None
     connection.close()
     ContentType.objects.clear_cache()
     reapplied = [str(r.forget_request) for r in result.reforgotten if r.forget_request]
-    ledger.record_restore(backup=manifest["id"], backup_started_at=parse_datetime(manifest["started_at"]), reapplied=reapplied)
+    ledger.record_restore(backup=manifest["id"], backup_started_at=_backup_started_at(manifest), reapplied=reapplied)
     summary = result.summary()
     run = JobRun.objects.create(
         job="restore",
@@ -366,16 +293,14 @@ def _rewrite_disk_now() -> dict:
     outcome = {
         "run": run.pk,
         "status": run.status,
-        "database": _connection().vendor,
+        "database": current().NAME,
         **{key: counts.get(key, 0) for key in ("requests", "requests_completed", "tables_verified", "tables_pending")},
         "errors": list(run.errors),
     }
     outcome["complete"] = run.status == JobRun.Status.SUCCEEDED and outcome["requests_completed"] == outcome["requests"]
     if not outcome["complete"]:
-        from governance.tasks import run_disk_rewrite
-
         try:
-            run_disk_rewrite.apply_async(kwargs={"trigger": "restore"}, retry=False)
+            JOB_TASKS[disk.JOB].apply_async(kwargs={"trigger": "restore"}, retry=False)
             outcome["sent_to_workers"] = True
         except Exception as exc:  # the restore has committed; the schedule runs the job anyway
             logger.warning("could not send the disk rewrite to the workers", extra={"error": type(exc).__name__})
@@ -398,7 +323,7 @@ def _reforget_restored(manifest: dict, result: RestoreResult) -> None:
     """In the restored database, before anyone is served from it: migrate it to this code's
     schema, re-forget what the backup lacks, propagate every open forget request."""
     call_command("migrate", interactive=False, verbosity=0)
-    since = parse_datetime(manifest["started_at"]) - REFORGET_MARGIN
+    since = _backup_started_at(manifest) - REFORGET_MARGIN
     contained = {str(pk) for pk in ForgetRequest.objects.values_list("pk", flat=True)}
     actor = Actor.job("restore")
     for entry in ledger.forget_entries(since=since):
@@ -406,7 +331,8 @@ def _reforget_restored(manifest: dict, result: RestoreResult) -> None:
             continue
         item = Reforget(original_request=entry["request"], requested_at=entry["requested_at"], tenant=str(entry.get("tenant")))
         result.reforgotten.append(item)
-        tenant = Tenant.objects.filter(pk=entry.get("tenant_id"), slug=entry.get("tenant")).first()
+        tenant_id = entry.get("tenant_id")
+        tenant = Tenant.objects.filter(pk=tenant_id, slug=entry.get("tenant")).first() if tenant_id is not None else None
         if tenant is None:
             item.skipped = "tenant not in the backup: nothing of it to forget"
             continue
@@ -435,91 +361,3 @@ def _reforget_restored(manifest: dict, result: RestoreResult) -> None:
             )
         result.propagated += 1
     result.counts = _counts()
-
-
-def _pg_restore(connection, dump: Path, result: RestoreResult) -> None:
-    """One transaction of our own session: drop the app's schema, run the backup's SQL (statements
-    and COPY data, streamed from pg_restore), migrate, re-forget, propagate, commit. Other sessions
-    wait on the dropped tables' locks meanwhile and then see the restored, re-forgotten database."""
-    _args, env = _pg_args(connection.settings_dict)
-    schema = result.manifest.get("database_schema") or _schema(connection)
-    reader = subprocess.Popen(
-        ["pg_restore", "--no-owner", "--file", "-", str(dump)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(f"DROP SCHEMA IF EXISTS {connection.ops.quote_name(schema)} CASCADE")
-                _run_script(cursor, reader.stdout)
-            if reader.wait(timeout=3600) != 0:
-                raise BackupError(
-                    f"pg_restore failed (exit {reader.returncode}): "
-                    f"{reader.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}"
-                )
-            _reforget_restored(result.manifest, result)
-    finally:
-        if reader.poll() is None:
-            reader.kill()
-        reader.wait()
-
-
-_SET_LINE = re.compile(rb"^SET (\w+) = |set_config\('(\w+)'")
-
-
-def _run_script(cursor, lines) -> None:
-    """Execute a pg_restore SQL script: runs of statements as one simple query each, `COPY ...
-    FROM stdin;` blocks through psycopg's COPY, psql meta-commands (`\\restrict`) skipped. The
-    session settings the script changes (search_path above all) are put back afterwards."""
-    statements: list[bytes] = []
-    changed: dict[str, str] = {}
-
-    def flush() -> None:
-        if statements:
-            cursor.execute(b"".join(statements).decode())
-            statements.clear()
-
-    for line in lines:
-        if line.startswith(b"\\"):
-            continue
-        found = _SET_LINE.search(line)
-        if found:
-            name = (found.group(1) or found.group(2)).decode()
-            if name not in changed:
-                cursor.execute("SELECT current_setting(%s)", [name])
-                changed[name] = cursor.fetchone()[0]
-        if line.startswith(b"COPY ") and line.rstrip().endswith(b"FROM stdin;"):
-            flush()
-            with cursor.cursor.copy(line.decode().rstrip().rstrip(";")) as copy:
-                for row in lines:
-                    if row == b"\\.\n":
-                        break
-                    copy.write(row)
-            continue
-        statements.append(line)
-    flush()
-    for name, value in changed.items():
-        cursor.execute("SELECT set_config(%s, %s, false)", [name, value])
-
-
-def _sqlite_restore(connection, dump: Path, result: RestoreResult) -> None:
-    live = Path(connection.settings_dict["NAME"])
-    staging = live.with_name(f"{live.name}.restore-{uuid.uuid4().hex[:8]}")
-    try:
-        os.replace(dump, staging)
-        with _using_database(str(staging)):
-            _reforget_restored(result.manifest, result)
-            with _connection().cursor() as cursor:
-                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        connection.close()
-        source = sqlite3.connect(staging)
-        target = sqlite3.connect(live, timeout=60)
-        try:
-            target.execute("PRAGMA secure_delete=ON")
-            source.backup(target)  # one step: readers see the old database or the restored one
-            target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            source.close()
-            target.close()
-    finally:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{staging}{suffix}").unlink(missing_ok=True)

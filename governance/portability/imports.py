@@ -3,7 +3,7 @@ forgotten in this tenant is refused, so an old export cannot bring a forgotten s
 subject is matched by its keyed fingerprint against the tenant's tombstones, which outlive pruning
 (and are re-created by a restore's re-forget)."""
 
-from governance.models import ForgetTombstone
+from governance.forget.models import ForgetTombstone
 from memory.fingerprints import subject_fingerprint
 from memory.models import Tenant
 

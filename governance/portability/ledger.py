@@ -12,7 +12,8 @@ Each line is one JSON object:
 - `{"type": "forget", "request": id, "tenant_id", "tenant", "subject_fingerprint", "requested_at", "recorded_at"}`
 - `{"type": "restore", "backup", "backup_started_at", "restored_at", "reapplied": [request ids]}`
 
-A forget is recorded when its request commits (governance.services) and again, if missing, by the
+A forget is recorded when its request commits (governance.forget.services calls
+`record_forget_request_on_commit`, registered from GovernanceConfig.ready()) and again, if missing, by the
 `forget_ledger` artifact during propagation (a crash between the commit and the first write is
 covered by the second). Appends take an exclusive lock on the file and are fsynced; a line torn by
 a crash mid-write is skipped when reading.
@@ -31,7 +32,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from governance.models import ForgetRequest
+from governance.forget.models import ForgetRequest
 from memory.fingerprints import subject_fingerprint
 
 logger = logging.getLogger("governance.forgetting")

@@ -9,9 +9,9 @@ message in the form, never an error page."""
 from datetime import UTC, datetime
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 
-from governance.review.common import render_page, reviewer_required
+from governance.review.common import ReviewerRequest, render_page, reviewer_required
 from memory.asof import RecordAsOf, check_as_of, recall_as_of, record_as_of
 from memory.errors import DomainError
 from memory.models import PURPOSE_MAX_CHARS, SUBJECT_MAX_CHARS, Agent, MemoryRecord
@@ -64,7 +64,7 @@ class StateAtForm(forms.Form):
     as_of = MomentField(label="State at", help_text="UTC, e.g. 2026-11-03 14:30:00.")
 
 
-def state_at(request: HttpRequest, record: MemoryRecord) -> dict:
+def state_at(request: ReviewerRequest, record: MemoryRecord) -> dict:
     """The memory page's "state at..." control: its form, and (with ?as_of=) the record's state
     then or the reason none can be shown."""
     if "as_of" not in request.GET:
@@ -106,7 +106,7 @@ class RecallAsOfForm(forms.Form):
 
 
 @reviewer_required
-def recall_asof(request: HttpRequest) -> HttpResponse:
+def recall_asof(request: ReviewerRequest) -> HttpResponse:
     agents = request.actor.in_tenants(Agent.objects.all()).select_related("tenant").order_by("tenant__slug", "slug")
     asked = bool(request.GET)
     form = RecallAsOfForm(request.GET if asked else None, agents=agents)

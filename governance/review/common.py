@@ -1,11 +1,15 @@
 """What every reviewer page shares: the access check that gives a view its scoped Actor, page
 rendering, safe redirects and a few message helpers."""
 
+from collections.abc import Callable
 from functools import wraps
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypedDict, cast
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -13,22 +17,49 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import ngettext
 
 from memory.actors import Actor
+from memory.api.typing import UserRequest
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from memory.models import MemoryRecord
+
+    class _LastChange(TypedDict):
+        last_change: object | None  # the record's latest history row (a HistoricalMemoryRecord)
+
+    # A record as the pages that report a conflict show it, with what changed it last (set on the
+    # instance for the template). Not a column.
+    RecordWithLastChange = WithAnnotations[MemoryRecord, _LastChange]
+
+P = ParamSpec("P")
 
 SHORT_ID = 8
+LIST_PAGE_SIZE = 25  # rows per page of the reviewer's lists
 
 
-def reviewer_required(view):
+class ReviewerRequest(UserRequest):
+    """A request to a reviewer page (a view behind `reviewer_required`): a logged-in user, with the
+    Actor scoped to the reviewer's tenants as `actor`. Only for annotations, like UserRequest."""
+
+    actor: Actor
+
+
+def reviewer_required(
+    view: Callable[Concatenate[ReviewerRequest, P], HttpResponseBase],
+) -> Callable[Concatenate[HttpRequest, P], HttpResponseBase]:
     """Logged in (else to the login page) and a reviewer of at least one tenant (else 403). The
     resulting Actor, scoped to the reviewer's tenants, is `request.actor` for the view."""
 
     @login_required
     @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        actor = Actor.for_user(request.user)
+    def wrapper(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponseBase:
+        # login_required let only a logged-in user through, and the actor is set just below.
+        reviewer = cast(ReviewerRequest, request)
+        actor = Actor.for_user(reviewer.user)
         if actor.tenant_ids is not None and not actor.tenant_ids:
             raise PermissionDenied("Your account is not a reviewer of any tenant.")
-        request.actor = actor
-        return view(request, *args, **kwargs)
+        reviewer.actor = actor
+        return view(reviewer, *args, **kwargs)
 
     return wrapper
 
@@ -36,6 +67,11 @@ def reviewer_required(view):
 def render_page(request: HttpRequest, template: str, context: dict, *, status: int = 200) -> HttpResponse:
     # `now` lets templates tell past from future times ("3 days ago" / "in 5 days").
     return render(request, template, {"now": timezone.now(), **context}, status=status)
+
+
+def page_of(request: HttpRequest, rows, per_page: int = LIST_PAGE_SIZE) -> Page:
+    """The page of `rows` the request asks for (`?page=`; the first, or the last if past the end)."""
+    return Paginator(rows, per_page).get_page(request.GET.get("page"))
 
 
 def safe_next(request: HttpRequest, default: str) -> str:
@@ -83,7 +119,7 @@ def how_started(trigger: str) -> str:
 
 
 def with_how_started(job_runs: list[dict]) -> list[dict]:
-    """governance.selectors.last_job_runs rows, each run with `how` (how_started of its trigger)."""
+    """governance.jobs.selectors.last_job_runs rows, each run with `how` (how_started of its trigger)."""
     for item in job_runs:
         if item["run"] is not None:
             item["run"].how = how_started(item["run"].trigger)

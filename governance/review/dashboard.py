@@ -1,12 +1,12 @@
 """The governance dashboard page: the design's numbers and their charts for the reviewer's tenants
-(computed in governance.dashboard, drawn as server-side SVG by governance.charts)."""
+(computed in governance.review.stats, drawn as server-side SVG by governance.review.charts)."""
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.utils.translation import ngettext
 
-from governance.charts import Series, grouped_bars, points, stacked_bars
-from governance.dashboard import AGE_BUCKETS, build_dashboard
-from governance.review.common import render_page, reviewer_required, with_how_started
+from governance.review.charts import Series, grouped_bars, points, stacked_bars
+from governance.review.common import ReviewerRequest, render_page, reviewer_required, with_how_started
+from governance.review.stats import AGE_BUCKETS, build_dashboard
 from governance.review.views import QUEUE_TILES
 from memory.selectors import tenants_in_scope
 
@@ -20,7 +20,7 @@ LAG_UNITS = [(" h", 3600.0), (" min", 60.0), (" s", 1.0)]
 
 
 @reviewer_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: ReviewerRequest) -> HttpResponse:
     """The governance numbers and their charts, for the reviewer's tenants."""
     data = build_dashboard(request.actor)
     narrow = _charts(data, width=NARROW, label_every=NARROW_LABEL_EVERY)

@@ -7,11 +7,12 @@ file (memory up to a few MB, then disk), and the export is logged without conten
 import tempfile
 
 from django import forms
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 
-from governance.review.common import render_page, reviewer_required
-from memory.models import SUBJECT_MAX_CHARS, Status
+from governance.review.common import ReviewerRequest, render_page, reviewer_required
+from memory.models import SUBJECT_MAX_CHARS, Status, Tenant
 from memory.portable.export import export_to_zip
 from memory.selectors import tenants_in_scope
 
@@ -19,7 +20,7 @@ SPOOL_BYTES = 8 * 1024 * 1024
 
 
 class ExportForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
+    tenant: "forms.ModelChoiceField[Tenant]" = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
     subject = forms.CharField(required=False, max_length=SUBJECT_MAX_CHARS, help_text="Only this subject (exact); empty for all.")
     status = forms.MultipleChoiceField(
         choices=Status.choices,
@@ -34,7 +35,7 @@ class ExportForm(forms.Form):
 
 
 @reviewer_required
-def export(request: HttpRequest) -> HttpResponse:
+def export(request: ReviewerRequest) -> HttpResponseBase:
     """The form; submitting it (GET) downloads the zip."""
     tenants = tenants_in_scope(request.actor)
     if "tenant" not in request.GET:

@@ -2,12 +2,14 @@
 correction, a selection); every decision itself is made by the lifecycle services."""
 
 import uuid
+from typing import cast
 
 from django import forms
 from django.conf import settings
 from django.core.validators import MaxLengthValidator
+from django.http import QueryDict
 
-from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS
+from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS, Tenant
 
 
 class DecisionForm(forms.Form):
@@ -48,7 +50,8 @@ class BulkDecisionForm(forms.Form):
         version is None (reported per row). Raises TamperedSelection for an id that is not a uuid."""
         items: list[tuple[uuid.UUID, int | None]] = []
         seen: set[uuid.UUID] = set()
-        for raw_id in self.data.getlist("selected"):
+        data = cast(QueryDict, self.data)  # the view binds request.POST
+        for raw_id in data.getlist("selected"):
             try:
                 record_id = uuid.UUID(raw_id)
             except (ValueError, TypeError, AttributeError) as exc:
@@ -56,7 +59,7 @@ class BulkDecisionForm(forms.Form):
             if record_id in seen:
                 continue
             seen.add(record_id)
-            items.append((record_id, _positive_int(self.data.get(f"version-{raw_id}"))))
+            items.append((record_id, _positive_int(data.get(f"version-{raw_id}"))))
         return items
 
 
@@ -72,7 +75,7 @@ class ForgetRequestForm(forms.Form):
     """File a forget request for one subject of a tenant the reviewer is assigned to. The view
     shows what will be forgotten first; only the confirmation step applies it."""
 
-    tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
+    tenant: "forms.ModelChoiceField[Tenant]" = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
     subject = forms.CharField(max_length=SUBJECT_MAX_CHARS, strip=True, help_text="Exactly as stored, e.g. customer/acme.")
     reason = forms.CharField(
         max_length=NOTE_MAX_CHARS,

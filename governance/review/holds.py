@@ -4,13 +4,11 @@ Clearing goes through `memory.admission.hold_clear`; GET changes nothing."""
 
 from django import forms
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from governance.review.common import render_page, reviewer_required
-from governance.review.views import LIST_PAGE_SIZE
+from governance.review.common import ReviewerRequest, page_of, render_page, reviewer_required
 from memory.admission import hold_clear
 from memory.errors import DomainError
 from memory.models import NOTE_MAX_CHARS, SourceHold
@@ -48,11 +46,9 @@ def _label(held: SourceHold) -> str:
 
 
 @reviewer_required
-def hold_list(request: HttpRequest) -> HttpResponse:
+def hold_list(request: ReviewerRequest) -> HttpResponse:
     holds = _holds(request.actor)
-    page = Paginator(holds.filter(cleared_at__isnull=True).order_by("-created_at", "-pk"), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = page_of(request, holds.filter(cleared_at__isnull=True).order_by("-created_at", "-pk"))
     cleared = list(holds.filter(cleared_at__isnull=False).order_by("-cleared_at", "-pk")[:CLEARED_SHOWN])
     for held in [*page.object_list, *cleared]:
         held.label = _label(held)
@@ -70,7 +66,7 @@ def hold_list(request: HttpRequest) -> HttpResponse:
 
 @reviewer_required
 @require_POST
-def hold_clear_view(request: HttpRequest, pk: int) -> HttpResponse:
+def hold_clear_view(request: ReviewerRequest, pk: int) -> HttpResponse:
     form = ClearForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say briefly why the hold can be cleared; nothing was changed.")

@@ -3,12 +3,12 @@ with an email address: they are about queues rotting, which someone must hear ab
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 
 from governance.alerts.models import DigestPreference
 from governance.alerts.selectors import alert_policies
-from governance.review.common import render_page, reviewer_required
+from governance.review.common import ReviewerRequest, render_page, reviewer_required
 
 
 class DigestForm(forms.Form):
@@ -16,7 +16,7 @@ class DigestForm(forms.Form):
 
 
 @reviewer_required
-def notifications(request: HttpRequest) -> HttpResponse:
+def notifications(request: ReviewerRequest) -> HttpResponse:
     preference = DigestPreference.objects.filter(user=request.user).first() or DigestPreference(user=request.user)
     if request.method == "POST":
         form = DigestForm(request.POST)

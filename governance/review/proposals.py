@@ -12,15 +12,16 @@ a 404, like a missing one.
 """
 
 import uuid
+from typing import TYPE_CHECKING, cast
 
 from django import forms
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from governance.dedup.models import DedupProposal
 from governance.dedup.selectors import ProposalMember, content_diff, proposal_in_scope, proposal_members, proposal_queue
 from governance.dedup.services import (
     DECISION_NOTE_MAX_CHARS,
@@ -30,13 +31,23 @@ from governance.dedup.services import (
     proposal_rollback,
     regret_counts,
 )
-from governance.models import DedupProposal
-from governance.review.common import form_problem, memories, render_page, reviewer_required, safe_next, short_id
-from governance.review.views import LIST_PAGE_SIZE
+from governance.review.common import (
+    ReviewerRequest,
+    form_problem,
+    memories,
+    page_of,
+    render_page,
+    reviewer_required,
+    safe_next,
+    short_id,
+)
 from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, ValidationFailed
 from memory.models import MemoryRecord
 from memory.selectors import records_in_scope
+
+if TYPE_CHECKING:
+    from governance.review.common import RecordWithLastChange
 
 ALL = "all"
 # How `not_restored` reasons read in a message.
@@ -47,11 +58,16 @@ NOT_RESTORED_WHY = {
 }
 
 
+# The filter bar's options, as the form checks them and the page lists them.
+STATUS_CHOICES = [*DedupProposal.Status.choices, (ALL, "All")]
+CATEGORY_CHOICES = [("", "All"), *DedupProposal.Category.choices]
+
+
 class ProposalFilterForm(forms.Form):
     """The list's filter bar. No status means open proposals (what waits for a decision)."""
 
-    status = forms.ChoiceField(choices=[*DedupProposal.Status.choices, (ALL, "All")], required=False)
-    category = forms.ChoiceField(choices=[("", "All"), *DedupProposal.Category.choices], required=False)
+    status = forms.ChoiceField(choices=STATUS_CHOICES, required=False)
+    category = forms.ChoiceField(choices=CATEGORY_CHOICES, required=False)
 
     def queue_arguments(self) -> dict:
         status = self.cleaned_data.get("status") or DedupProposal.Status.OPEN
@@ -76,12 +92,12 @@ def _regret(counts: RegretCounts) -> dict:
 
 
 @reviewer_required
-def proposal_list(request: HttpRequest) -> HttpResponse:
+def proposal_list(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     form = ProposalFilterForm(request.GET)
     # A filter that does not validate shows its message and no rows, not an unfiltered list.
     queue = proposal_queue(actor, **form.queue_arguments()) if form.is_valid() else DedupProposal.objects.none()
-    page = Paginator(queue, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, queue)
     for proposal in page.object_list:
         proposal.members = proposal_members(proposal)
         proposal.stale = proposal.status == DedupProposal.Status.OPEN and any(m.moved_on for m in proposal.members)
@@ -92,8 +108,8 @@ def proposal_list(request: HttpRequest) -> HttpResponse:
             "nav": "proposals",
             "page": page,
             "form": form,
-            "status_choices": form.fields["status"].choices,
-            "category_choices": form.fields["category"].choices,
+            "status_choices": STATUS_CHOICES,
+            "category_choices": CATEGORY_CHOICES,
             "selected_status": request.GET.get("status") or DedupProposal.Status.OPEN,
             "regret": _regret(regret_counts(actor=actor)),
         },
@@ -125,7 +141,8 @@ def _fresh_members(actor: Actor, proposal: DedupProposal) -> list[ProposalMember
         for row in MemoryRecord.history.filter(id__in=moved_on).order_by("-history_date", "-history_id"):
             last_change.setdefault(row.id, row)
     for member in fresh:
-        member.record.last_change = last_change.get(member.record.pk)
+        record = cast("RecordWithLastChange", member.record)
+        record.last_change = last_change.get(record.pk)
     return fresh
 
 
@@ -145,7 +162,7 @@ def _pairs(members: list[ProposalMember]) -> list[dict]:
 
 
 @reviewer_required
-def proposal_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def proposal_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     actor = request.actor
     proposal = proposal_in_scope(actor, pk)
     if proposal is None:
@@ -174,7 +191,7 @@ def proposal_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 @reviewer_required
 @require_POST
-def proposal_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpResponse:
+def proposal_decide(request: ReviewerRequest, pk: uuid.UUID, action: str) -> HttpResponse:
     """Accept, reject or roll back one proposal, then back to the page it was decided on."""
     if action not in ("accept", "reject", "rollback"):
         raise Http404("No such action.")

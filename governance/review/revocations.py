@@ -6,13 +6,11 @@ import uuid
 
 from django import forms
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 
-from governance.review.common import memories, render_page, reviewer_required
-from governance.review.views import LIST_PAGE_SIZE
+from governance.review.common import ReviewerRequest, memories, page_of, render_page, reviewer_required
 from governance.revocations.models import Revocation, RevocationRecord
 from governance.revocations.selectors import revocations_in_scope
 from governance.revocations.services import (
@@ -23,7 +21,7 @@ from governance.revocations.services import (
     revocation_preview,
 )
 from memory.errors import DomainError
-from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, Status
+from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, Status, Tenant
 from memory.selectors import tenants_in_scope
 
 RECORDS_SHOWN = 50  # records listed on a revocation's page; the quarantine link shows them all
@@ -45,7 +43,7 @@ class RevocationForm(forms.Form):
     """Which source, in which of the reviewer's tenants, and why. Only the field of the chosen
     kind of source is read; whether it exists in the tenant is the service's question."""
 
-    tenant = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
+    tenant: "forms.ModelChoiceField[Tenant]" = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
     source = forms.ChoiceField(choices=Revocation.Source.choices, widget=forms.RadioSelect, label="Revoke")
     credential = CredentialChoiceField(queryset=None, required=False, label="Agent token")
     agent = AgentChoiceField(queryset=None, required=False, label="Agent")
@@ -92,7 +90,7 @@ def _form_page(request: HttpRequest, form: RevocationForm, *, status: int = 200)
 
 
 @reviewer_required
-def revocation_new(request: HttpRequest) -> HttpResponse:
+def revocation_new(request: ReviewerRequest) -> HttpResponse:
     """Three steps: the form (GET), a confirmation with the counts (POST), the revocation itself
     (POST with step=confirm). Only the last one changes anything."""
     actor = request.actor
@@ -149,15 +147,13 @@ def _hidden_fields(form: RevocationForm) -> list[tuple[str, str]]:
 
 
 @reviewer_required
-def revocation_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(revocations_in_scope(request.actor).order_by("-created_at"), LIST_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+def revocation_list(request: ReviewerRequest) -> HttpResponse:
+    page = page_of(request, revocations_in_scope(request.actor).order_by("-created_at"))
     return render_page(request, "review/revocation_list.html", {"nav": "revocations", "page": page})
 
 
 @reviewer_required
-def revocation_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def revocation_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     revocation = get_object_or_404(revocations_in_scope(request.actor), pk=pk)
     links = RevocationRecord.objects.filter(revocation=revocation)
     counts = links.aggregate(still_quarantined=Count("pk", filter=Q(record__status=Status.QUARANTINED)))

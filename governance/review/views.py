@@ -3,20 +3,20 @@ re-check drifting ones, read a memory's full history and file forget requests.
 
 Pages are thin. Reads start from `memory.selectors` (scoped to the tenants the reviewer is
 assigned to) and the shared `MemoryRecordFilter`; every change goes through `memory.services` or
-`governance.services` with the reviewer as actor, at the version the reviewer saw. Anything
+`governance.forget.services` with the reviewer as actor, at the version the reviewer saw. Anything
 outside the reviewer's scope is a 404, so existence does not leak. GET never changes state.
 """
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
+from typing import TYPE_CHECKING, cast
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -27,11 +27,16 @@ from django.views.decorators.http import require_POST
 
 from governance.alerts.selectors import open_alerts
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
+from governance.forget.selectors import forget_requests_in_scope
+from governance.forget.services import forget_request_create
+from governance.jobs.selectors import last_job_runs
 from governance.review import asof
 from governance.review.common import (
+    ReviewerRequest,
     form_problem,
     memories,
     optional_url,
+    page_of,
     render_page,
     reviewer_required,
     safe_next,
@@ -39,10 +44,9 @@ from governance.review.common import (
     with_how_started,
 )
 from governance.review.forms import BulkDecisionForm, DecisionForm, ForgetRequestForm, SupersedeForm, TamperedSelection
+from governance.review.selectors import queue_stats
 from governance.revocations.models import Revocation
 from governance.revocations.selectors import records_of, revocation_from_query
-from governance.selectors import forget_requests_in_scope, last_job_runs, queue_stats
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFailed
 from memory.filters import MemoryRecordFilter
@@ -52,8 +56,10 @@ from memory.risk import FLAGGED, flagged_first, risk_reasons
 from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
 from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
 
+if TYPE_CHECKING:
+    from governance.review.common import RecordWithLastChange
+
 QUARANTINE_PAGE_SIZE = 25
-LIST_PAGE_SIZE = 25
 # The filters a queue offers; the rest of the FilterSet (status, ordering, ...) would fight the
 # queue's own definition and order, so it is not passed through.
 QUEUE_FILTERS = ("tenant", "agent", "kind", "authority", "source_type")
@@ -77,7 +83,7 @@ ACTIONS: dict[str, Action] = {
     "supersede": Action(memory_supersede, "corrected", SupersedeForm),
 }
 # Which actions the detail page offers for a record in each status.
-ACTIONS_FOR_STATUS = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: ("confirm", "retire")}
+ACTIONS_FOR_STATUS: dict[str, tuple[str, ...]] = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: ("confirm", "retire")}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -90,7 +96,7 @@ ACTIONS_FOR_STATUS = {Status.QUARANTINED: ("approve", "reject"), Status.ACTIVE: 
 
 @dataclass(frozen=True)
 class QueueTile:
-    """How the home page and the dashboard present a queue of governance.selectors.queue_stats."""
+    """How the home page and the dashboard present a queue of governance.review.selectors.queue_stats."""
 
     name: str
     singular: str  # what one item is: "quarantined memory waiting for a decision"
@@ -131,7 +137,7 @@ QUEUE_TILES = {
 
 
 @reviewer_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     queues = []
     for stat in queue_stats(actor):
@@ -190,13 +196,16 @@ def _queue_rows(filterset: MemoryRecordFilter) -> QuerySet[MemoryRecord]:
     return filterset.qs.select_related("tenant", "agent", "kind").prefetch_related(sources)
 
 
-def _pop_changed(request: HttpRequest, actor: Actor) -> list[MemoryRecord]:
+def _pop_changed(request: HttpRequest, actor: Actor) -> "list[RecordWithLastChange]":
     """Records a conflict was just reported for, fresh from the database, with their last change."""
     ids = request.session.pop(CHANGED_SESSION_KEY, [])
     if not ids:
         return []
-    records = list(records_in_scope(actor).filter(pk__in=ids).select_related("tenant", "agent", "kind", "reviewed_by"))
-    last_change = {}
+    records = cast(
+        "list[RecordWithLastChange]",
+        list(records_in_scope(actor).filter(pk__in=ids).select_related("tenant", "agent", "kind", "reviewed_by")),
+    )
+    last_change: dict[uuid.UUID, object] = {}
     for row in MemoryRecord.history.filter(id__in=[r.pk for r in records]).order_by("-history_date", "-history_id"):
         last_change.setdefault(row.id, row)
     for record in records:
@@ -205,7 +214,7 @@ def _pop_changed(request: HttpRequest, actor: Actor) -> list[MemoryRecord]:
 
 
 @reviewer_required
-def quarantine(request: HttpRequest) -> HttpResponse:
+def quarantine(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     queue = quarantine_queue(actor)
     # ?revocation=<id>: only what that revocation sent back; ?order=flagged: risk-flagged first.
@@ -218,7 +227,7 @@ def quarantine(request: HttpRequest) -> HttpResponse:
     filterset = _queue_filter(request, queue)
     flagged = request.GET.get("order") == "flagged"
     rows = flagged_first(_queue_rows(filterset)) if flagged else _queue_rows(filterset)
-    page = Paginator(rows, QUARANTINE_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, rows, QUARANTINE_PAGE_SIZE)
     # A summary whose sources were superseded since may no longer hold: say so on its row (one
     # query for the whole page).
     stale_sources = superseded_sources_by_record([record.pk for record in page.object_list]) if page.object_list else {}
@@ -242,11 +251,11 @@ def quarantine(request: HttpRequest) -> HttpResponse:
 
 
 @reviewer_required
-def drift(request: HttpRequest) -> HttpResponse:
+def drift(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     now = timezone.now()
     filterset = _queue_filter(request, drift_queue(actor, now=now))
-    page = Paginator(_queue_rows(filterset), settings.MEMORY_DRIFT_BATCH).get_page(request.GET.get("page"))
+    page = page_of(request, _queue_rows(filterset), settings.MEMORY_DRIFT_BATCH)
     cutoff = unused_cutoff(settings.MEMORY_UNUSED_AFTER_DAYS, now=now)
     for record in page.object_list:
         record.deletion_candidate = _unused_since(record, cutoff)
@@ -276,7 +285,7 @@ def _unused_since(record: MemoryRecord, cutoff: datetime) -> bool:
 # decisions
 
 
-def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: list[tuple[uuid.UUID, Exception]]) -> None:
+def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: Sequence[tuple[uuid.UUID, Exception]]) -> None:
     """Say clearly that nothing was applied to records that moved on, and keep their ids so the
     next page shows them fresh."""
     if not conflicts:
@@ -296,7 +305,7 @@ def _report_conflicts(request: HttpRequest, actor: Actor, conflicts: list[tuple[
 
 @reviewer_required
 @require_POST
-def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpResponse:
+def memory_decide(request: ReviewerRequest, pk: uuid.UUID, action: str) -> HttpResponse:
     """Apply one decision (approve, reject, confirm, retire, supersede) at the version seen."""
     spec = ACTIONS.get(action)
     if spec is None:
@@ -336,7 +345,7 @@ def memory_decide(request: HttpRequest, pk: uuid.UUID, action: str) -> HttpRespo
 
 @reviewer_required
 @require_POST
-def quarantine_bulk(request: HttpRequest) -> HttpResponse:
+def quarantine_bulk(request: ReviewerRequest) -> HttpResponse:
     """Approve or reject the selected rows one by one, each at the version its row showed;
     report how many were applied and which ones had moved on."""
     actor = request.actor
@@ -397,7 +406,7 @@ HIDDEN = "(hidden: the memory is forgotten)"
 
 
 @reviewer_required
-def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def memory_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     actor = request.actor
     scope = records_in_scope(actor)
     record = get_object_or_404(scope.select_related("tenant", "agent", "kind", "reviewed_by", "supersedes"), pk=pk)
@@ -429,9 +438,9 @@ def memory_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     )
 
 
-def _supersession_chain(scope: QuerySet[MemoryRecord], record: MemoryRecord) -> tuple[list, list]:
+def _supersession_chain(scope: QuerySet[MemoryRecord], record: MemoryRecord) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """Records this one corrects (nearest first) and records that correct it (in order)."""
-    earlier = []
+    earlier: list[MemoryRecord] = []
     current = record.supersedes
     while current is not None and len(earlier) < CHAIN_LIMIT and current.pk != record.pk:
         earlier.append(current)
@@ -456,7 +465,7 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
     its hash) of a forgotten record is never shown, in any row."""
     rows = list(record.history.select_related("history_user").order_by("history_date", "history_id"))
     changes_by_row = []
-    user_ids = set()
+    user_ids: set[int] = set()
     for previous, row in pairwise([None, *rows]):
         changes = row.diff_against(previous).changes if previous is not None else []
         changes_by_row.append(changes)
@@ -499,14 +508,14 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
 
 
 @reviewer_required
-def forget_list(request: HttpRequest) -> HttpResponse:
+def forget_list(request: ReviewerRequest) -> HttpResponse:
     requests_ = forget_requests_in_scope(request.actor).annotate(receipt_count=Count("receipts")).order_by("-requested_at")
-    page = Paginator(requests_, LIST_PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, requests_)
     return render_page(request, "review/forget_list.html", {"nav": "forget", "page": page})
 
 
 @reviewer_required
-def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
+def forget_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     forget_request = get_object_or_404(forget_requests_in_scope(request.actor), pk=pk)
     return render_page(
         request,
@@ -520,7 +529,7 @@ def forget_detail(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
 
 
 @reviewer_required
-def forget_new(request: HttpRequest) -> HttpResponse:
+def forget_new(request: ReviewerRequest) -> HttpResponse:
     """Three steps: the form (GET), a confirmation page naming what will be forgotten (POST), and
     the forget itself (POST with step=confirm). Only the last one changes anything."""
     actor = request.actor

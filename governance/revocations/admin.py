@@ -6,14 +6,15 @@ before anything happens, like Django's delete confirmation."""
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.db.models import Model, QuerySet
 from django.template.response import TemplateResponse
 
+from governance.readonly_admin import ReadOnlyAdminMixin
 from governance.revocations.models import Revocation
 from governance.revocations.services import resolve_source, revocation_create, revocation_preview
 from memory.actors import Actor
 from memory.admin import AgentAdmin, AgentCredentialAdmin
+from memory.api.typing import UserRequest
 from memory.errors import DomainError
 from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential
 
@@ -27,7 +28,9 @@ class RevokeSourceForm(forms.Form):
     )
 
 
-def _revoke_sources(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, *, field: str):
+def _revoke_sources(
+    modeladmin: admin.ModelAdmin, request: UserRequest, queryset: QuerySet, *, field: str
+) -> TemplateResponse | None:
     actor = Actor.for_user(request.user, channel="admin")
     objects = list(queryset)
     form = RevokeSourceForm(request.POST if "apply" in request.POST else None)
@@ -46,7 +49,7 @@ def _revoke_sources(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset
                 f"{revocation.derived_affected} of them derived.{token}",
             )
         return None  # back to the list
-    previews = []
+    previews: list[tuple[Model, int | str, int | None]] = []  # (source, records moved or why not, derived ones)
     for obj in objects:
         try:
             previews.append(
@@ -80,7 +83,8 @@ class RevocableCredentialAdmin(AgentCredentialAdmin):
 
 
 class RevocableAgentAdmin(AgentAdmin):
-    actions = [*(AgentAdmin.actions or []), "revoke_as_source"]
+    # `actions` is typed with Self, which a read through the class cannot bind.
+    actions = [*(AgentAdmin.actions or []), "revoke_as_source"]  # type: ignore[misc]
 
     @admin.action(description="Revoke as a source: quarantine everything these agents wrote")
     def revoke_as_source(self, request, queryset):
@@ -93,13 +97,13 @@ for model, model_admin in ((AgentCredential, RevocableCredentialAdmin), (Agent, 
 
 
 @admin.register(Revocation)
-class RevocationAdmin(admin.ModelAdmin):
+class RevocationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["created_at", "tenant", "source", "value", "affected", "derived_affected", "token_revoked", "revoked_by"]
     list_filter = ["source", "tenant"]
     list_select_related = ["tenant"]
     date_hierarchy = "created_at"
     # `records` (possibly thousands) is left out; `affected` counts them and the review page lists them.
-    fields = [
+    fields = readonly_fields = (
         "id",
         "tenant",
         "source",
@@ -113,14 +117,4 @@ class RevocationAdmin(admin.ModelAdmin):
         "derived_affected",
         "token_revoked",
         "created_at",
-    ]
-    readonly_fields = fields
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
+    )

@@ -6,6 +6,7 @@ confirmation step reads `revocation_preview`, which counts with the same selecti
 itself uses (`memory.services.revocation_targets`)."""
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.db import transaction
 
@@ -16,8 +17,9 @@ from memory.models import Agent, AgentCredential, MemoryRecord, Tenant, hash_tok
 from memory.policy import checked_note
 from memory.services import RevokedSource, memory_revoke_source, revocation_targets
 
-SESSION_ID_MAX_CHARS = MemoryRecord._meta.get_field("session_id").max_length
-SOURCE_URI_MAX_CHARS = MemoryRecord._meta.get_field("source_uri").max_length
+# The limits of the record's columns (CharFields, so always set).
+SESSION_ID_MAX_CHARS = cast(int, MemoryRecord._meta.get_field("session_id").max_length)
+SOURCE_URI_MAX_CHARS = cast(int, MemoryRecord._meta.get_field("source_uri").max_length)
 SOURCE_FIELDS = ("credential", "agent", "session_id", "source_uri_prefix")
 
 
@@ -50,16 +52,16 @@ def resolve_source(
         )
     ((name, value),) = given.items()
     if name == "credential":
-        found = _credential(tenant, value)
+        token = _credential(tenant, value)
         return Source(
             Revocation.Source.CREDENTIAL,
-            RevokedSource(tenant_id=tenant.pk, credential_id=found.pk),
-            credential=found,
-            agent=found.agent,
-            value=f"{found.token_hint}…",
+            RevokedSource(tenant_id=tenant.pk, credential_id=token.pk),
+            credential=token,
+            agent=token.agent,
+            value=f"{token.token_hint}…",
         )
     if name == "agent":
-        found = Agent.objects.filter(tenant=tenant, slug=value).first() if isinstance(value, str) else value
+        found: Agent | None = Agent.objects.filter(tenant=tenant, slug=value).first() if isinstance(value, str) else value
         if found is None or found.tenant_id != tenant.pk:
             raise RecordNotFound("No such agent in this tenant.")
         return Source(
@@ -70,8 +72,9 @@ def resolve_source(
         raise ValidationFailed("The source is empty.", errors={name: ["Must be a non-empty string."]})
     if len(value) > limit:
         raise ValidationFailed("The source is too long.", errors={name: [f"At most {limit} characters."]})
-    kind = Revocation.Source.SESSION_ID if name == "session_id" else Revocation.Source.SOURCE_URI_PREFIX
-    return Source(kind, RevokedSource(tenant_id=tenant.pk, **{name: value}), value=value)
+    if name == "session_id":
+        return Source(Revocation.Source.SESSION_ID, RevokedSource(tenant_id=tenant.pk, session_id=value), value=value)
+    return Source(Revocation.Source.SOURCE_URI_PREFIX, RevokedSource(tenant_id=tenant.pk, source_uri_prefix=value), value=value)
 
 
 def _credential(tenant: Tenant, reference) -> AgentCredential:

@@ -9,11 +9,11 @@ the table for a NOT NULL one, which would drop the search-index triggers on it (
 import django.db.models.deletion
 from django.db import migrations, models
 
+from memory.migrations._0007_risk_flags import risk_flags_value
+
 
 def flag_quarantined_records(apps, schema_editor):
-    # The detector as it is now; a plain column update, not a transition (no history row).
-    from memory.risk import risk_flags_value
-
+    # The detector as it was then (a frozen copy); a plain column update, not a transition (no history row).
     MemoryRecord = apps.get_model("memory", "MemoryRecord")
     batch = []
     for pk, content in MemoryRecord.objects.filter(status="quarantined").values_list("pk", "content").iterator(chunk_size=2000):

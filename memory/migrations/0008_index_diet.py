@@ -9,7 +9,9 @@ into every index of the records table, and a history row into every index of the
 - History: no index on `tenant`, `kind`, `written_by`, `reviewed_by` (nothing looks history up by
   them).
 - PostgreSQL search indexes get statement-level triggers on the records (one set-based pass per
-  statement instead of one per record) and an index of their empty statistics buckets.
+  statement instead of one per record) and an index of their empty statistics buckets: today,
+  storage version 1 whole (`memory.engine.postgres.ddl_v1.lexical_upgrade`, pinned), which the
+  later upgrades (0012 to 0017) arrive at too.
 
 The single-column indexes are dropped by name (found by introspection) rather than by AlterField,
 which on SQLite rebuilds the table, and a rebuild drops the search-index triggers on it."""
@@ -17,6 +19,8 @@ which on SQLite rebuilds the table, and a rebuild drops the search-index trigger
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+
+from memory.engine import current
 
 WRITTEN_BY_HELP = (
     "The token that wrote it (empty for reviewers' corrections and records older than this field): "
@@ -85,9 +89,7 @@ def restore_search_vector(apps, schema_editor):
 
 
 def upgrade_search_triggers(apps, schema_editor):
-    from memory.search import storage
-
-    storage.pg_upgrade_indexes(apps.get_model("memory", "SearchIndex"))
+    current(schema_editor.connection.alias).ddl_v1.upgrade_indexes(apps.get_model("memory", "SearchIndex"))
 
 
 class Migration(migrations.Migration):

@@ -1,5 +1,6 @@
-"""Every PostgreSQL lexical index gets the current statistics triggers
-(`memory.search.storage.pg_upgrade_triggers`): a delete (the sweep after expiry, a forget, prune)
+"""Every PostgreSQL lexical index is brought up to storage version 1
+(`memory.engine.postgres.ddl_v1.lexical_upgrade`, pinned), whose statistics triggers have what this migration
+added: a delete (the sweep after expiry, a forget, prune)
 deletes the buckets and terms it leaves empty by the places its decrement returns, where it joined
 every empty row with the aggregate of the removed entries again (a nested loop: the last batches
 of a sweep of 850,000 entries took 20 s each). The statistics tables keep half of each page free,
@@ -8,11 +9,11 @@ nothing to do."""
 
 from django.db import migrations
 
+from memory.engine import current
+
 
 def reinstall_triggers(apps, schema_editor):
-    from memory.search import storage
-
-    storage.pg_upgrade_indexes(apps.get_model("memory", "SearchIndex"))
+    current(schema_editor.connection.alias).ddl_v1.upgrade_indexes(apps.get_model("memory", "SearchIndex"))
 
 
 class Migration(migrations.Migration):

@@ -21,11 +21,10 @@ from django.utils import timezone
 
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status, Tenant
+from memory.policy import CHUNK
 from memory.portable.notes import INDEX_NAME, note_path, note_title, render_note
 
 logger = logging.getLogger("memory.portable")
-
-CHUNK = 1000
 
 
 @dataclass

@@ -37,6 +37,7 @@ from django.utils.dateparse import parse_datetime
 
 from memory.errors import DomainError
 from memory.models import PURPOSE_MAX_CHARS, AgentCredential, MemoryRecord, SourceType, Status, Tenant, content_digest
+from memory.policy import CHUNK
 from memory.portable.notes import INDEX_NAME, Note, NoteError, parse_note
 from memory.services import memory_write_batch
 from memory.validation import BATCH_MAX_ITEMS
@@ -45,7 +46,7 @@ from memory.validation import BATCH_MAX_ITEMS
 ImportGuard = Callable[[Tenant, set[str]], dict[str, str]]
 _GUARDS: list[ImportGuard] = []
 
-NOT_IMPORTED_STATUSES = {
+NOT_IMPORTED_STATUSES: dict[str | None, str] = {
     Status.EXPIRED: "Expired at the source: not imported.",
     Status.REJECTED: "Rejected by a reviewer at the source: not imported.",
 }
@@ -278,7 +279,8 @@ def _apply_guards(tenant: Tenant, candidates: dict[uuid.UUID, _Candidate]) -> No
     for guard in _GUARDS:
         refused.update(guard(tenant, subjects) if subjects else {})
     for original_id, candidate in list(candidates.items()):
-        reason = refused.get(candidate.note.meta.get("subject"))
+        subject = candidate.note.meta.get("subject")
+        reason = refused.get(subject) if isinstance(subject, str) else None
         if reason:
             candidate.result.outcome = "refused"
             candidate.result.messages.append(reason)
@@ -290,13 +292,13 @@ def _already_imported(agent, candidates: dict[uuid.UUID, _Candidate]) -> dict[uu
     by_version = {c.source_version: original_id for original_id, c in candidates.items()}
     resolved: dict[uuid.UUID, uuid.UUID] = {}
     versions = list(by_version)
-    for start in range(0, len(versions), 1000):
+    for start in range(0, len(versions), CHUNK):
         earlier = (
             MemoryRecord.objects.filter(
                 tenant_id=agent.tenant_id,
                 agent=agent,
                 source_type=SourceType.IMPORT,
-                source_version__in=versions[start : start + 1000],
+                source_version__in=versions[start : start + CHUNK],
             )
             .exclude(status=Status.FORGOTTEN)
             .order_by("created_at")
@@ -341,6 +343,7 @@ def _write_in_waves(
             outcomes = memory_write_batch(credential=credential, items=[body for _, body in chunk])
             for (candidate, _), outcome in zip(chunk, outcomes, strict=True):
                 if outcome.record is None:
+                    assert outcome.error is not None  # a result without a record carries its error
                     _error(candidate.result, _problem(outcome.error))
                     continue
                 resolved[candidate.note.id] = outcome.record.pk
@@ -381,9 +384,9 @@ def _linked_body(candidate: _Candidate, resolved: dict[uuid.UUID, uuid.UUID], st
 
 def _final_statuses(results: list[FileResult]) -> None:
     ids = [result.record_id for result in results if result.record_id]
-    statuses = {}
-    for start in range(0, len(ids), 1000):
-        statuses.update(MemoryRecord.objects.filter(pk__in=ids[start : start + 1000]).values_list("pk", "status"))
+    statuses: dict[uuid.UUID, str] = {}
+    for start in range(0, len(ids), CHUNK):
+        statuses.update(MemoryRecord.objects.filter(pk__in=ids[start : start + CHUNK]).values_list("pk", "status"))
     for result in results:
         if result.record_id:
             result.status = statuses.get(result.record_id)
@@ -393,12 +396,13 @@ def _final_statuses(results: list[FileResult]) -> None:
 # the credential an import writes with
 
 
-def import_credential(agent, *, trusted: bool, purposes: Iterable[str]) -> AgentCredential:
+def import_credential(agent, *, trusted: bool, purposes: Iterable[object]) -> AgentCredential:
     """The agent's import credential (one trusted, one not), created on first use; its token is
     never shown, so it serves only imports run on the server. It may carry operator authority
-    (admission still quarantines such claims unless `trusted`) and gains the purposes an import needs."""
+    (admission still quarantines such claims unless `trusted`) and gains the purposes an import
+    needs; anything in `purposes` that is not a purpose (a note's missing or malformed one) is left out."""
     label = "import (trusted)" if trusted else "import"
-    purposes = {purpose for purpose in purposes if isinstance(purpose, str) and 0 < len(purpose) <= PURPOSE_MAX_CHARS}
+    wanted = {purpose for purpose in purposes if isinstance(purpose, str) and 0 < len(purpose) <= PURPOSE_MAX_CHARS}
     credential = (
         AgentCredential.objects.usable()
         .filter(agent=agent, label=label, can_import_trusted=trusted, can_assert_operator=True)
@@ -407,9 +411,9 @@ def import_credential(agent, *, trusted: bool, purposes: Iterable[str]) -> Agent
     )
     if credential is None:
         credential, _ = AgentCredential.issue(
-            agent=agent, purposes=sorted(purposes), label=label, can_assert_operator=True, can_import_trusted=trusted
+            agent=agent, purposes=sorted(wanted), label=label, can_assert_operator=True, can_import_trusted=trusted
         )
-    elif not purposes <= set(credential.purposes):
-        credential.purposes = sorted(set(credential.purposes) | purposes)
+    elif not wanted <= set(credential.purposes):
+        credential.purposes = sorted(set(credential.purposes) | wanted)
         credential.save(update_fields=["purposes"])
     return credential

@@ -33,8 +33,8 @@ _memo: tuple[float, dict[str, SearchIndex]] | None = None  # (monotonic time rea
 
 def active_indexes(*, fresh: bool = False) -> dict[str, SearchIndex]:
     """The active index of each kind (kind -> index), in one query. Recall asks on every request,
-    so outside a transaction the answer is kept in this process for ACTIVE_MEMO_SECONDS (about a
-    millisecond a request on the benchmark's machine): a change this process makes (build.py's
+    so outside a transaction the answer is kept in this process for ACTIVE_MEMO_SECONDS (the query
+    costs a noticeable share of a fast recall; docs/benchmarks.md): a change this process makes (build.py's
     promotions and retirements save the rows) clears it at once, one another process makes (the
     worker promoting a rebuilt index) reaches this one within that time, and a recall that finds
     the storage of the index it was given dropped meanwhile asks again with `fresh`. Inside a

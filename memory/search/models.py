@@ -1,7 +1,8 @@
 """The search index as a first-class, rebuildable cache: which recipe built it, from which inputs,
 when, how much of the recallable records it covers, and where it is in its life
 (building -> candidate -> active -> retired). Its storage (a table per index, kept in step with the
-records by triggers) lives in `memory.search.storage`; the rows here only describe it.
+records by triggers) lives in `memory.search.storage`; the rows here only describe it, with the
+version of the storage's DDL it was built with (`storage_version`).
 
 Imported at the end of `memory.models`, so the model belongs to the `memory` app."""
 
@@ -59,8 +60,17 @@ class SearchIndex(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     built_at = models.DateTimeField(null=True, blank=True)
     status_changed_at = models.DateTimeField(default=timezone.now)
+    storage_version = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Version of the storage's tables, functions and triggers (memory.engine.<database>.ddl_v<N>) it was "
+        "built with or last upgraded to; empty until built.",
+    )
 
     history = HistoricalRecords(bases=[HistoryActor], excluded_fields=["report"])
+    # Set before a save for its history row: the reason and who (memory.apps reads the actor).
+    _change_reason: str
+    _history_actor: str
 
     class Meta:
         app_label = "memory"

@@ -30,7 +30,9 @@ class BatchItemResult:
 
     @property
     def status(self) -> int:
-        return 201 if self.record is not None else self.error.status
+        if self.record is not None or self.error is None:
+            return 201
+        return self.error.status
 
 
 @dataclass
@@ -54,16 +56,16 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
     results: dict[int, BatchItemResult] = {}
     prepared: list[_BatchItem] = []
     bodies: list[Any] = []
-    for index, item in enumerate(items):
+    for index, sent in enumerate(items):
         try:
-            bodies.append(reject_foreign_scope(item, credential))
+            bodies.append(reject_foreign_scope(sent, credential))
         except DomainError as exc:
             results[index] = BatchItemResult(index, error=exc)
             bodies.append(None)
     parsed = iter(
         parse_writes([body for body in bodies if body is not None], now=now, kinds=kinds, serializer_class=BatchItemSerializer)
     )
-    for index, item in enumerate(items):
+    for index, sent in enumerate(items):
         if bodies[index] is None:
             continue
         try:
@@ -72,8 +74,8 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
                 raise draft
             draft = _allowed(draft, credential)
             # The key is not part of the body it stands for (as the header is not, on a single write).
-            body = {name: value for name, value in item.items() if name != "idempotency_key"}
-            key = item.get("idempotency_key")
+            body = {name: value for name, value in sent.items() if name != "idempotency_key"}
+            key = sent.get("idempotency_key")
             prepared.append(_BatchItem(index, body, key, request_fingerprint(body) if key else "", draft))
         except DomainError as exc:
             results[index] = BatchItemResult(index, error=exc)
@@ -90,7 +92,7 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
         }
         to_write: list[_BatchItem] = []
         first_with_key: dict[str, _BatchItem] = {}
-        repeats: list[_BatchItem] = []
+        repeats: list[tuple[_BatchItem, _BatchItem]] = []  # (a repeat, the first item with its key)
         for item in prepared:
             try:
                 if item.key in earlier:
@@ -100,7 +102,7 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
                 elif item.key in first_with_key:  # the same key twice in one batch: the first write answers both
                     if first_with_key[item.key].fingerprint != item.fingerprint:
                         raise Conflict("This idempotency_key was used with a different body.", code="idempotency_mismatch")
-                    repeats.append(item)
+                    repeats.append((item, first_with_key[item.key]))
                 else:
                     if item.key:
                         first_with_key[item.key] = item
@@ -108,8 +110,8 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
             except DomainError as exc:
                 results[item.index] = BatchItemResult(item.index, error=exc)
         results.update(_store_batch(to_write, credential=credential, actor=actor, now=now, gate=gate))
-    for item in repeats:
-        first = results[first_with_key[item.key].index]
+    for item, first_item in repeats:
+        first = results[first_item.index]
         results[item.index] = BatchItemResult(item.index, record=first.record, replayed=True, error=first.error)
     return [results[index] for index in range(len(items))]
 

@@ -3,12 +3,11 @@ become `forgotten`; forget propagation (governance) then removes the content fro
 Also the two set helpers forget and revocation share: record ids as one parameter, and the
 lineage walk ("derived from, at any depth")."""
 
-import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db import connections, router, transaction
+from django.db import transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -16,9 +15,8 @@ from memory.actors import Actor
 from memory.errors import RecordNotFound, ScopeDenied
 from memory.fingerprints import records_about
 from memory.models import TRANSITIONS, MemoryRecord
-from memory.policy import CHUNK
 from memory.selectors import records_in_scope
-from memory.services.history import _bulk_transition, _bulk_transition_in_place
+from memory.services.history import _bulk_move, _database, _lifecycle
 
 
 @dataclass(frozen=True)
@@ -37,11 +35,13 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
     too (`memory.fingerprints.records_about`) and count as nothing left to forget.
 
     Set-based whatever the number of records: the ids travel to the database as one parameter
-    (`record_id_set`), and on PostgreSQL each of the two transitions is one statement (records and
-    history rows together, as the expire job moves a batch)."""
+    (`record_id_set`), and each of the two moves (the subject's records, then their lineage) is
+    one engine `move`. The outcome is the same on every database: the same records, one history
+    row each with the same reason, note, actor and moment, the subject's rows written before the
+    lineage's and each group's in primary-key order, and the same receipt."""
     if not actor.may_access_tenant(tenant_id):
         raise RecordNotFound("No such tenant in your scope.")
-    if actor.is_agent and not actor.credential.can_forget:
+    if actor.is_agent and not (actor.credential is not None and actor.credential.can_forget):
         raise ScopeDenied("This token may not forget subjects.")
     now = timezone.now()
     with transaction.atomic():
@@ -53,16 +53,8 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
         locked = _forget_locked(direct | derived_at_any_depth(direct))
         subject_ids = [pk for pk in locked if pk in direct]
         lineage_ids = [pk for pk in locked if pk not in direct]
-        in_place = connections[router.db_for_write(MemoryRecord)].vendor == "postgresql"
         for ids, reason_name in ((subject_ids, "forget"), (lineage_ids, "forget_lineage")):
-            if not ids:
-                continue
-            how = {"transition": "forget", "now": now, "actor": actor, "note": reason, "reason": f"{actor.channel}.{reason_name}"}
-            if in_place:
-                _bulk_transition_in_place(MemoryRecord.objects.filter(pk__in=record_id_set(ids)).values("pk"), **how)
-            else:  # SQLite: `_bulk_transition` binds a parameter per id, so in chunks
-                for start in range(0, len(ids), CHUNK):
-                    _bulk_transition(ids[start : start + CHUNK], **how)
+            _bulk_move(ids, transition="forget", now=now, actor=actor, note=reason, reason=f"{actor.channel}.{reason_name}")
     return ForgetOutcome(record_ids=subject_ids + lineage_ids, subject_count=len(subject_ids), lineage_count=len(lineage_ids))
 
 
@@ -98,13 +90,10 @@ def derived_at_any_depth(ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
 
 
 def record_id_set(ids: Iterable[uuid.UUID], *, as_text: bool = False) -> RawSQL:
-    """Record ids as a subquery over a single parameter, for `pk__in=` (or `record_id__in=`): a
-    uuid[] literal on PostgreSQL, a JSON list on SQLite, written as one string. 10,000 ids then
-    make one short statement, where a list of ids makes a placeholder each for Django to compile
-    and the driver to quote, which cost a 10,000-record forget more than its updates did.
-    `as_text`: the ids as `str(pk)` writes them, for text columns such as the admin log's object id."""
-    ids = [pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)) for pk in ids]
-    if connections[router.db_for_write(MemoryRecord)].vendor == "postgresql":
-        cast = "::text" if as_text else ""
-        return RawSQL(f"SELECT unnest(%s::uuid[]){cast}", ("{" + ",".join(pk.hex for pk in ids) + "}",))
-    return RawSQL("SELECT value FROM json_each(%s)", (json.dumps([str(pk) if as_text else pk.hex for pk in ids]),))
+    """Record ids as a subquery over a single parameter, for `pk__in=` (or `record_id__in=`),
+    written by the engine as one string (a uuid[] literal, a JSON list). Many ids then make one
+    short statement, where a list of ids makes a placeholder each for Django to compile and the
+    driver to quote, which cost a large forget more than its updates did. `as_text`: the ids as
+    `str(pk)` writes them, for text columns such as the admin log's object id."""
+    using = _database()
+    return _lifecycle(using).id_set([pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk)) for pk in ids], as_text=as_text)

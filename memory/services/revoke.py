@@ -16,10 +16,10 @@ from memory.errors import RecordNotFound, ValidationFailed
 from memory.fences import hold, revocation_fence
 from memory.fingerprints import source_fingerprint
 from memory.models import TRANSITIONS, AgentCredential, MemoryRecord, SourceHold, Status, Trust
-from memory.policy import CHUNK, checked_note
+from memory.policy import checked_note
 from memory.selectors import records_in_scope
 from memory.services.forget import _forget_locked, derived_at_any_depth, record_id_set
-from memory.services.history import _bulk_transition
+from memory.services.history import _bulk_move
 from memory.services.transitions import _require_human
 
 
@@ -146,8 +146,13 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
                 else f"Its source ({RevokedSource.KINDS[kind]}) was revoked: a reviewer must approve it again."
             )
             moved[is_derived] = [pk for pk in ids if pk in locked]
-            for start in range(0, len(moved[is_derived]), CHUNK):
-                chunk = moved[is_derived][start : start + CHUNK]
-                MemoryRecord.objects.filter(pk__in=chunk).update(trust=Trust.UNTRUSTED, quarantine_reason=why)
-                _bulk_transition(chunk, transition="revoke", now=now, actor=actor, reason=f"{actor.channel}.revoke", note=note)
+            _bulk_move(
+                moved[is_derived],
+                transition="revoke",
+                now=now,
+                actor=actor,
+                reason=f"{actor.channel}.revoke",
+                note=note,
+                also={"trust": Trust.UNTRUSTED, "quarantine_reason": why},
+            )
     return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked, hold=held)

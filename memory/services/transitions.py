@@ -5,6 +5,7 @@ history row is written with its reason (`review.promote`, `agent.confirm`, ...),
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,6 +18,9 @@ from memory.models import TRANSITIONS, Authority, MemoryRecord, SourceType, Stat
 from memory.policy import checked_correction, checked_note, correction_expires_at, on_activation
 from memory.selectors import records_in_scope
 from memory.services.history import TRANSITION_FIELDS, _stamp
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def _lock_in_order(ids: Iterable) -> None:
@@ -86,9 +90,11 @@ def _transition(
         return record
 
 
-def _require_human(actor: Actor, action: str) -> None:
-    if not actor.is_human:
+def _require_human(actor: Actor, action: str) -> "User":
+    """The reviewer acting, or ScopeDenied if the actor is not one."""
+    if not actor.is_human or actor.user is None:
         raise ScopeDenied(f"Only a human reviewer may {action} a memory.")
+    return actor.user
 
 
 def _mark_reviewed(actor: Actor, *, verified: bool = True) -> Callable[[MemoryRecord, datetime], None]:
@@ -111,7 +117,7 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
     _require_human(actor, "promote")
     review = _mark_reviewed(actor)
 
-    corrected: list[MemoryRecord] = []
+    corrected: list[tuple[MemoryRecord, datetime]] = []  # the record a correction replaces, and when
 
     def mutate(record: MemoryRecord, now: datetime) -> None:
         if record.supersedes_id:
@@ -123,7 +129,7 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
                     "Reject it, or let the agent write it again.",
                     code="supersedes_not_active",
                 )
-            corrected.append(previous)
+            corrected.append((previous, now))
         review(record, now)
         record.confirmed_at = now
 
@@ -134,8 +140,8 @@ def memory_promote(*, record_id, expected_version: int, actor: Actor, note: str 
         record = _transition(
             "promote", record_id=record_id, expected_version=expected_version, actor=actor, note=note, mutate=mutate
         )
-        for previous in corrected:
-            _supersede_locked(previous, actor=actor, reason=f"{actor.channel}.supersede", now=record.reviewed_at, note=note)
+        for previous, now in corrected:
+            _supersede_locked(previous, actor=actor, reason=f"{actor.channel}.supersede", now=now, note=note)
         return record
 
 
@@ -154,7 +160,7 @@ def memory_reject(*, record_id, expected_version: int, actor: Actor, note: str =
 
 def memory_confirm(*, record_id, expected_version: int, actor: Actor, note: str = "") -> MemoryRecord:
     """Re-checked against its source: confirmed_at = now. A human confirmation verifies the record."""
-    if actor.is_agent and not actor.credential.can_confirm:
+    if actor.is_agent and not (actor.credential is not None and actor.credential.can_confirm):
         raise ScopeDenied("This token may not confirm memories.")
     if not (actor.is_agent or actor.is_human):
         raise ScopeDenied("Only reviewers and agents with the confirm capability may confirm.")
@@ -193,12 +199,12 @@ def memory_restore(*, record_id, expected_version: int, actor: Actor, note: str 
 def memory_supersede(*, record_id, expected_version: int, actor: Actor, content: str, note: str = "") -> MemoryRecord:
     """A reviewer's correction: a new active, verified record with the corrected content replaces
     the old one, which becomes superseded. The new record's provenance names the reviewer."""
-    _require_human(actor, "supersede")
+    reviewer = _require_human(actor, "supersede")
     content = checked_correction(content)
     with transaction.atomic():
         old = _transition("supersede", record_id=record_id, expected_version=expected_version, actor=actor, note=note)
         now = timezone.now()
-        username = actor.user.get_username()
+        username = reviewer.get_username()
         record = MemoryRecord(
             tenant_id=old.tenant_id,
             agent_id=old.agent_id,

@@ -227,12 +227,15 @@ def _lock_supersession_target(draft: WriteDraft, credential: AgentCredential) ->
         MemoryRecord.objects.select_for_update()
         .filter(pk=draft.supersedes, tenant_id=agent.tenant_id, agent=agent, purpose=draft.purpose)
         .first()
+        if draft.supersedes is not None
+        else None
     )
-    applies = target is not None and target.status in TRANSITIONS["supersede"][0]
+    if target is None:
+        count_conflict("supersession")
+        raise Conflict("supersedes must name a record of your tenant, agent and purpose.", code="supersedes_unknown")
+    applies = target.status in TRANSITIONS["supersede"][0]
     if not applies or target.version != draft.supersedes_version:
         count_conflict("supersession")
-    if target is None:
-        raise Conflict("supersedes must name a record of your tenant, agent and purpose.", code="supersedes_unknown")
     if not applies:
         raise Conflict(f"The record to supersede is {target.status}, not active.", code="supersedes_not_active")
     if target.version != draft.supersedes_version:

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from governance.jobs.propagate_forgets import propagate_forgets
-from governance.jobs.prune import prune
+from governance.forget.jobs import propagate_forgets
+from governance.retention.prune import prune
 from memory.models import MemoryKind, MemoryRecord
 from memory.services import memory_forget_subject, memory_promote, memory_retire, memory_supersede
 from tests.api.conftest import MEMORIES, RECALL, UNTRUSTED, assert_problem

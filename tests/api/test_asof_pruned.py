@@ -10,11 +10,11 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from governance.jobs.propagate_forgets import propagate_forgets
-from governance.jobs.prune import prune
+from governance.forget.jobs import propagate_forgets
+from governance.forget.services import forget_request_create
 from governance.models import ForgetTombstone, PrunedRecord
-from governance.pruned_trace import TRACE_MIGRATION
-from governance.services import forget_request_create
+from governance.retention.prune import prune
+from governance.retention.pruned_trace import TRACE_MIGRATION
 from memory.fingerprints import subject_fingerprint
 from memory.models import MemoryKind, MemoryRecord
 from memory.services import memory_promote, memory_reject, memory_retire, memory_supersede

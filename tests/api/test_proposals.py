@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.services import proposal_accept
+from governance.forget.services import forget_request_create
 from governance.models import DedupProposal
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status
 from memory.services import memory_confirm

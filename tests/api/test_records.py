@@ -236,7 +236,7 @@ def test_agents_confirm_only_with_the_capability(write, agent_client, client_for
 # Statements one recall runs, by database (neither depends on the items returned): the index choice,
 # the ranking and the one load of the records on both; PostgreSQL also analyses the query
 # (to_tsvector) and reads the scope's statistics with each term's df in one lookup of its tables;
-# SQLite analyses the query in process (FTS5's own tokenizer, `ranking.fts5_tokens`: no statement)
+# SQLite analyses the query in process (FTS5's own tokenizer, `engine.sqlite._fts5.fts5_tokens`: no statement)
 # but counts with FTS5 itself: the terms' df in one statement, the scope's statistics in two.
 # last_used_at is written off the request path (memory.usage).
 RECALL_STATEMENTS = {"postgresql": 5, "sqlite": 6}

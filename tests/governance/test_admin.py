@@ -13,11 +13,11 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from rest_framework.test import APIClient
 
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.jobs.admin import counts_summary, every_text
 from governance.jobs.schedule import entry_name, set_job_intervals
 from governance.models import ForgetRequest, JobRun
-from governance.services import forget_request_create
 
 pytestmark = pytest.mark.django_db
 

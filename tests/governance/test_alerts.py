@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from governance.alerts.digest import build_digest
 from governance.alerts.models import Alert, AlertPolicy, DigestPreference
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.jobs.schedule import set_job_intervals
 from governance.models import ForgetRequest, JobRun, PropagationReceipt
-from governance.services import forget_request_create
 from memory.errors import StaleVersion
 from memory.models import MemoryRecord
 from memory.recall import parse_recall, recall

@@ -18,6 +18,7 @@ from governance.models import JobRun
 pytestmark = pytest.mark.django_db
 
 seed_migration = importlib.import_module("governance.migrations.0006_seed_job_schedule")
+later_seed_migration = importlib.import_module("governance.migrations.0010_seed_sweep_indexes_job")
 
 
 @pytest.fixture
@@ -34,10 +35,11 @@ def schedule_rows() -> dict[str, tuple[str, int, bool]]:
     }
 
 
-def test_the_migration_seeds_one_enabled_row_per_job_from_todays_defaults(settings):
+def test_the_migrations_seed_one_enabled_row_per_job_from_todays_defaults(settings):
     PeriodicTask.objects.all().delete()
     settings.JOB_INTERVALS = dict(settings.JOB_INTERVAL_DEFAULTS)  # no JOB_*_INTERVAL set
     seed_migration.seed(apps, None)
+    later_seed_migration.seed(apps, None)
     assert schedule_rows() == {
         "job-expire": ("governance.tasks.run_expire", 60, True),
         "job-propagate_forgets": ("governance.tasks.run_propagate_forgets", 30, True),

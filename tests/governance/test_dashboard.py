@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from governance.dashboard import build_dashboard
 from governance.models import ForgetRequest
+from governance.review.stats import build_dashboard
 from memory.actors import Actor
 from memory.models import MemoryRecord
 from memory.services import memory_expire_due

@@ -8,8 +8,8 @@ from django.utils import timezone
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.selectors import lineage_provenance, superseded_sources, superseded_sources_by_record
 from governance.dedup.services import proposal_accept
+from governance.forget.services import forget_request_create
 from governance.models import DedupProposal
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.errors import ValidationFailed
 from memory.models import Authority, MemoryRecord, Status, Trust

@@ -17,8 +17,8 @@ from governance.dedup.services import (
     proposal_rollback,
     regret_counts,
 )
+from governance.forget.services import forget_request_create
 from governance.models import DedupProposal
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, StaleVersion, ValidationFailed
 from memory.models import MemoryRecord, Status

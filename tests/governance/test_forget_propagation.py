@@ -14,17 +14,12 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from governance import forgetting
-from governance.forgetting import (
-    FORGOTTEN_REPR,
-    PROVENANCE_STRING_FIELDS,
-    propagate_forget_request,
-    registered_artifacts,
-    uncovered_references,
-)
+from governance.forget import artifacts as forgetting
+from governance.forget.artifacts import FORGOTTEN_REPR, PROVENANCE_STRING_FIELDS, registered_artifacts, uncovered_references
+from governance.forget.propagation import propagate_forget_request
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, JobRun, PropagationReceipt
-from governance.services import forget_request_create
 from memory.fingerprints import subject_fingerprint
 from memory.models import IdempotencyKey, MemoryRecord, Status
 from memory.services import memory_promote, memory_supersede

@@ -15,10 +15,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-from governance.forgetting import PROVENANCE_STRING_FIELDS
+from governance.forget.artifacts import PROVENANCE_STRING_FIELDS
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone
-from governance.services import forget_request_create
 from memory.fingerprints import is_subject_fingerprint, records_about, subject_fingerprint
 from memory.models import MemoryRecord, Status
 from memory.services import memory_promote

@@ -12,14 +12,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from governance.forgetting import registered_artifacts, uncovered_references
+from governance.forget.artifacts import registered_artifacts, uncovered_references
+from governance.forget.services import forget_request_create
 from governance.golden.gate import golden_promotion_gate
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.golden.runner import run_golden_sets, score_question
 from governance.golden.selectors import score_trend
 from governance.golden.services import golden_question_create
 from governance.jobs import run_job
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.errors import ValidationFailed
 from memory.models import MemoryRecord, Tenant

@@ -11,8 +11,8 @@ import threading
 import pytest
 from django.db import connection
 
-from governance.jobs.expire import ACTOR, expire
 from governance.models import JobRun
+from governance.retention.expire import ACTOR, expire
 from memory.models import MemoryRecord, Status
 from tests.processes import ROOT, database_url_for_subprocesses
 

@@ -7,8 +7,8 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.jobs import run_job
-from governance.jobs.expire import ACTOR, expire
 from governance.models import JobRun
+from governance.retention.expire import ACTOR, expire
 from memory.models import MemoryRecord, Status
 from memory.services import memory_expire_due
 

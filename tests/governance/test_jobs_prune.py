@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
-from governance.jobs.prune import prune
 from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, JobRun
-from governance.services import forget_request_create
+from governance.retention.prune import prune
 from memory.fingerprints import subject_fingerprint
 from memory.models import IdempotencyKey, MemoryKind, MemoryRecord, Status
 

@@ -14,8 +14,8 @@ from governance.jobs import JOBS, JobIncomplete, UnknownJob, job_run_summary, ru
 from governance.jobs.locks import job_lock
 from governance.jobs.runner import ABANDONED
 from governance.jobs.schedule import JobScheduler
+from governance.jobs.selectors import last_job_runs
 from governance.models import JobRun
-from governance.selectors import last_job_runs
 from memory.models import MemoryRecord, Status
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_a_job_that_raises_leaves_a_failed_run_with_a_content_free_error(monkeyp
     def explode(*, now, batch_size):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("governance.jobs.expire.expire", explode)
+    monkeypatch.setattr("governance.retention.expire.expire", explode)
     with caplog.at_level(logging.INFO, logger="governance.jobs"):
         run = run_job("expire")
     assert run.status == JobRun.Status.FAILED and run.errors == ["RuntimeError: disk full"]
@@ -79,7 +79,7 @@ def test_database_errors_are_recorded_by_class_only(monkeypatch):
     def violate(*, now, batch_size):
         raise IntegrityError("duplicate key value violates unique constraint DETAIL: Key (content)=(secret words)")
 
-    monkeypatch.setattr("governance.jobs.expire.expire", violate)
+    monkeypatch.setattr("governance.retention.expire.expire", violate)
     run = run_job("expire")
     assert run.status == JobRun.Status.FAILED
     assert "secret words" not in run.errors[0] and run.errors[0].startswith("IntegrityError")
@@ -89,7 +89,7 @@ def test_a_partly_done_job_keeps_its_counts_and_errors(monkeypatch):
     def partial(*, now, batch_size):
         raise JobIncomplete({"requests_completed": 2, "requests_failed": 1}, ["forget request x: boom"])
 
-    monkeypatch.setattr("governance.jobs.expire.expire", partial)
+    monkeypatch.setattr("governance.retention.expire.expire", partial)
     run = run_job("expire")
     assert (run.status, run.counts, run.errors) == (
         JobRun.Status.FAILED,

@@ -256,10 +256,10 @@ def test_writes_remember_their_token(credential, write):
 
 
 def test_forgetting_every_record_a_session_revocation_touched_erases_the_session_id(tenant, write, reviewer_actor):
+    from governance.forget.services import forget_request_create
     from governance.jobs import run_job
     from governance.models import PropagationReceipt
     from governance.revocations.forgetting import ERASED
-    from governance.services import forget_request_create
 
     only_zed = [write(subject="customer/zed", provenance={"session_id": "s-zed-only"}) for _ in range(2)]
     write(subject="customer/zed", provenance={"session_id": "s-shared"})

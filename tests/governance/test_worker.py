@@ -122,7 +122,7 @@ def test_a_forget_request_is_propagated_by_the_worker_without_waiting_for_beat(c
     record = write(subject="customer/soon", content="Soon gone.")
     celery_stack.start_worker()  # and no beat: only the request's own message can start propagation
     script = (
-        "from django.contrib.auth import get_user_model; from governance.services import forget_request_create; "
+        "from django.contrib.auth import get_user_model; from governance.forget.services import forget_request_create; "
         "from memory.actors import Actor; from memory.models import Tenant; "
         f"forget_request_create(actor=Actor.for_user(get_user_model().objects.get(pk={reviewer.pk})), "
         f"tenant=Tenant.objects.get(pk={tenant.pk}), subject='customer/soon', reason='erasure')"

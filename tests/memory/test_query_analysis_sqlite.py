@@ -1,5 +1,5 @@
 """On SQLite a recall's query is analysed in process by FTS5's own tokenizer
-(`memory.search.ranking.fts5_tokens`): its terms must be the very tokens the index stores, and
+(`memory.engine.sqlite._fts5.fts5_tokens`): its terms must be the very tokens the index stores, and
 recall's connection runs nothing for them."""
 
 import threading
@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from memory.engine.sqlite._fts5 import fts5_tokens
 from memory.search import active_index
-from memory.search.ranking import analyse_query, fts5_tokens
+from memory.search.ranking import analyse_query
 from memory.search.recipes import ANALYSERS
 
 pytestmark = [

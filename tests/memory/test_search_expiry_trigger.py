@@ -13,7 +13,7 @@ from memory.search import active_index, storage
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.postgresql(reason="SQLite's triggers delete the entry of every record leaving active at once"),
+    pytest.mark.postgresql(reason="the statement-level trigger's shortcuts (SQLite's row-level ones: test_search_storage)"),
 ]
 
 

@@ -10,10 +10,12 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from governance.forgetting import propagate_forget_request
-from governance.search_artifacts import SearchIndexesArtifact
-from governance.services import forget_request_create
+from governance.forget.propagation import propagate_forget_request
+from governance.forget.search_indexes import SearchIndexesArtifact
+from governance.forget.services import forget_request_create
 from memory.actors import Actor
+from memory.engine import current
+from memory.engine.postgres import ddl_v1
 from memory.errors import Conflict, ValidationFailed
 from memory.models import MemoryRecord, ReviewerToken, Status
 from memory.recall import RecallQuery, recall
@@ -271,11 +273,11 @@ def test_postgresql_terms_table_follows_writes_and_transitions_and_forgets_a_sub
     terms = _terms(name)
     assert (*scope, "zanzibarian") not in terms and (*scope, "offic") not in terms  # no record holds them now
     assert {key: docs for key, (docs, _) in terms.items()} == {key: docs for key, (docs, _) in _terms_recounted(name).items()}
-    # An index built before the table existed gets it from migration 0012 (storage.pg_upgrade_triggers).
+    # An index built before the table existed gets it from migration 0012 (ddl_v1.lexical_upgrade).
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE {name}_terms")
-    storage.pg_upgrade_triggers(name, active_index().recipe)
-    storage.pg_upgrade_triggers(name, active_index().recipe)  # twice changes nothing
+    ddl_v1.lexical_upgrade(name, active_index().recipe)
+    ddl_v1.lexical_upgrade(name, active_index().recipe)  # twice changes nothing
     assert _terms(name) == _terms_recounted(name)
     write(content="Another roadtrip.", subject="customer/ann")
     assert _terms(name)[(*scope, "roadtrip")] == (2, 3)  # refilled from the rows there (ann's), then kept in step
@@ -324,7 +326,7 @@ def test_postgresql_a_sweep_batch_that_empties_many_buckets_leaves_exact_statist
 def test_postgresql_statistics_tables_leave_room_for_in_place_updates():
     # Counters every write updates: half of each page free keeps their updates heap-only.
     index = active_index()
-    storage.pg_upgrade_triggers(index.storage_name, index.recipe)  # an index from before keeps the setting too
+    ddl_v1.lexical_upgrade(index.storage_name, index.recipe)  # an index from before keeps the setting too
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
@@ -343,7 +345,7 @@ def test_the_sweep_job_deletes_the_entries_of_records_the_expire_job_expired_in_
     )
     assert run_job("expire").counts == {"expired": 1}
     assert [pk for pk, _ in _ranked(credential, "roadtrip")] == [kept.pk]
-    lingering = 1 if connection.vendor == "postgresql" else 0  # SQLite's triggers delete it at once
+    lingering = 1  # on both databases, until the sweep
     assert _storage_rows(active_index()) == 1 + lingering
     run = run_job("sweep_indexes", batch_size=1)
     assert run.status == "succeeded" and run.counts == {"swept": lingering}
@@ -393,7 +395,7 @@ def test_agents_and_anonymous_callers_cannot_list_indexes(credential):
 
 def test_an_index_whose_triggers_a_migration_dropped_is_rebuilt_after_migrating(corpus, write, credential):
     index = active_index()
-    suffixes = storage.RECORD_TRIGGERS[connection.vendor]
+    suffixes = current().search.RECORD_TRIGGERS
     with connection.cursor() as cursor:  # what SQLite does to them when a migration rebuilds the records table
         for suffix in suffixes:
             cursor.execute(

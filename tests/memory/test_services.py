@@ -430,7 +430,7 @@ def test_expire_one_record_only_once_it_is_due(write):
 
 
 def test_the_bulk_history_copy_writes_every_column_simple_history_would(write, reviewer_actor):
-    """`_bulk_transition` copies records into the history table with one INSERT ... SELECT; the copy
+    """A bulk move (the engine's `move`) copies records into the history table in the database; the copy
     must stay in step with the history model: every tracked field equal to the record's, every
     history column filled as simple-history's own save would."""
     record = write()

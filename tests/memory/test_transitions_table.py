@@ -4,6 +4,8 @@ under test obeys the edit: a path that wrote a status of its own, or selected re
 literal, would ignore it and fail here. A static check keeps literal statuses out of the writes."""
 
 import ast
+import importlib
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from django.utils import timezone
 
 from memory import services
 from memory.actors import Actor
+from memory.engine import ENGINES
 from memory.errors import Conflict
 from memory.models import TRANSITIONS, MemoryRecord, Status
 from tests.conftest import memory_body
@@ -128,4 +131,26 @@ def test_no_service_writes_a_literal_status_onto_an_existing_record():
             )
             if assigned or updated:
                 offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
+
+
+def test_no_engine_statement_names_a_status():
+    """The engines' lifecycle statements select and write the statuses the services hand them from
+    TRANSITIONS: an engine that named a status (`Status.X`, the table itself, a status as a value or
+    quoted in SQL) would be a bulk path around the table."""
+    quoted = re.compile("'(" + "|".join(re.escape(status.value) for status in Status) + ")'")
+    offenders = []
+    for package in ENGINES.values():
+        path = Path(importlib.import_module(f"{package}.lifecycle").__file__)
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = (isinstance(node, ast.Name) and node.id in {"Status", "TRANSITIONS"}) or (
+                isinstance(node, ast.alias) and node.name in {"Status", "TRANSITIONS"}
+            )
+            in_sql = (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value in set(Status) or quoted.search(node.value))
+            )
+            if named or in_sql:
+                offenders.append(f"{package}.lifecycle:{getattr(node, 'lineno', '?')}")
     assert offenders == []

@@ -36,7 +36,7 @@ def database_files(scope: str = "schema") -> list[Path]:
     TOAST index, every fork and segment; `database`: every file of the database's directory."""
     from django.db import connection
 
-    from governance.portability.disk import schema_relation_files
+    from memory.engine.postgres.ops import schema_relation_files
 
     if connection.vendor == "sqlite":
         path = Path(connection.settings_dict["NAME"])

@@ -16,10 +16,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client
 
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.models import ForgetRequest, ForgetTombstone, JobRun
-from governance.portability import backups, disk
-from governance.services import forget_request_create
+from governance.portability import backups
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status, Tenant
 from memory.search.build import ensure_active_index
@@ -276,9 +276,9 @@ def test_a_disk_rewrite_the_restore_could_not_finish_is_said_and_sent_to_the_wor
     sent = []
     monkeypatch.setattr("governance.tasks.run_disk_rewrite.apply_async", lambda **kwargs: sent.append(kwargs))
     if connection.vendor == "postgresql":
-        monkeypatch.setattr(disk.shutil, "which", lambda name: None)  # no pg_repack: plain VACUUM verifies nothing
+        monkeypatch.setattr("shutil.which", lambda name: None)  # no pg_repack: plain VACUUM verifies nothing
     else:
-        monkeypatch.setattr(disk, "checkpoint_sqlite", lambda: False)  # a reader held the write-ahead log
+        monkeypatch.setattr("memory.engine.sqlite.ops.checkpoint", lambda: False)  # a reader held the write-ahead log
 
     summary, lines = restore(tmp_path / "older.tar")
 

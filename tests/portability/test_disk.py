@@ -16,11 +16,12 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from governance.forgetting import artifact_tables, registered_artifacts
+from governance.forget.artifacts import artifact_tables, registered_artifacts
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
 from governance.models import ForgetRequest, JobRun, PropagationReceipt
 from governance.portability import disk
-from governance.services import forget_request_create
+from memory.engine.postgres import ops as pg_ops
 from memory.models import MemoryRecord
 from memory.search import storage, vectors
 from memory.search.build import ensure_active_index
@@ -172,7 +173,7 @@ def test_the_tables_come_from_the_artifacts_and_every_search_index_not_from_stat
     if connection.vendor == PG:  # with every statistic reset, the rewrite still names them all
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_stat_reset()")
-            assert set(named) <= set(disk._pg_tables_to_rewrite(cursor, since=None))
+            assert set(named) <= set(pg_ops._tables_to_rewrite(cursor, disk.tables_touched(), since=None))
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,9 +276,9 @@ def test_a_table_left_unrewritten_keeps_the_receipt_pending_by_name_and_the_next
     if connection.vendor == PG:
         # pg_repack rewrites the named tables in name order and skips one whose lock it is not
         # granted in time; lock the first, and let go once the others wait for this transaction.
-        monkeypatch.setattr(disk, "REPACK_WAIT_SECONDS", 1)
+        monkeypatch.setattr(pg_ops, "REPACK_WAIT_SECONDS", 1)
         with connection.cursor() as cursor:
-            locked = disk._pg_tables_to_rewrite(cursor, since=None)[0]
+            locked = pg_ops._tables_to_rewrite(cursor, disk.tables_touched(), since=None)[0]
         holder.ensure_connection()
         holder.connection.autocommit = False
         holder.connection.execute(f'LOCK TABLE "{locked}" IN ACCESS SHARE MODE')
@@ -389,7 +390,7 @@ def test_where_the_disk_cannot_be_reached_the_receipt_says_what_remains_and_stay
             cursor.execute("PRAGMA secure_delete=OFF")
         expected = "secure_delete is off"
     else:
-        monkeypatch.setattr(disk.shutil, "which", lambda name: None)  # a host without the pg_repack client
+        monkeypatch.setattr("shutil.which", lambda name: None)  # a host without the pg_repack client
         expected = "No pg_repack: its client is not installed"
     run = run_job("disk_rewrite", trigger="run_job")
     receipt = receipt_of(request)

@@ -15,8 +15,8 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from governance.forget.services import forget_request_create
 from governance.jobs import run_job
-from governance.services import forget_request_create
 from memory.models import AgentCredential, MemoryRecord, SourceType, Status, Tenant, Trust, content_digest
 from memory.portable.importer import import_source_version
 from memory.services import memory_promote

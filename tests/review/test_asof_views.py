@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from governance.jobs.propagate_forgets import propagate_forgets
+from governance.forget.jobs import propagate_forgets
 from memory.recall import RecallQuery, recall
 from memory.services import memory_forget_subject, memory_promote, memory_retire
 

@@ -12,10 +12,10 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from governance.charts import LEFT, MAX_BAR, MAX_STACK, TICKS, X_LABELS, Scale, Series, grouped_bars, points, stacked_bars
-from governance.dashboard import build_dashboard
 from governance.models import ForgetRequest
+from governance.review.charts import LEFT, MAX_BAR, MAX_STACK, TICKS, X_LABELS, Scale, Series, grouped_bars, points, stacked_bars
 from governance.review.dashboard import _duration
+from governance.review.stats import build_dashboard
 
 
 @pytest.mark.parametrize("largest", [0, 0.3, 1, 1.1, 2, 3, 5, 7, 9.5, 12, 36, 99, 100, 101, 620, 999, 4321, 12345, 86400])

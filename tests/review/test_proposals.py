@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from governance.dedup.jobs import propose_duplicates
 from governance.dedup.services import DECISION_NOTE_MAX_CHARS, proposal_accept
+from governance.forget.services import forget_request_create
 from governance.models import DedupProposal, DedupProposalDrop
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status
 from memory.services import memory_confirm

@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from governance.forget.services import forget_request_create
 from governance.models import ForgetRequest, JobRun, PropagationReceipt
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status, Trust
 from memory.services import memory_confirm, memory_promote, memory_supersede

@@ -13,8 +13,8 @@ from django.core.cache import cache
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from governance.forget.services import forget_request_create
 from governance.models import ForgetRequest
-from governance.services import forget_request_create
 from memory.actors import Actor
 from memory.models import MemoryRecord
 

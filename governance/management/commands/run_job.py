@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.jobs import JOBS, job_run_summary, run_job
-from governance.models import JobRun
+from governance.jobs.models import JobRun
 
 
 class Command(BaseCommand):

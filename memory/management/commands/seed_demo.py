@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory import engine
 from memory.actors import REVIEWERS_GROUP
 from memory.models import Agent, AgentCredential, MemoryRecord, ReviewerToken, Tenant, hash_token
 from memory.services import memory_write
@@ -167,7 +168,7 @@ def demo_tokens(agent: Agent, reviewer) -> tuple[AgentCredential, str, str]:
     Only hashes are stored in the database, so the raw demo tokens are kept in APP_VAR_DIR (mode
     0600), one pair per database; seed_demo never runs in production."""
     path = Path(settings.VAR_DIR) / TOKENS_FILE
-    database = f"{connection.vendor}:{connection.settings_dict['NAME']}"
+    database = f"{engine.current().NAME}:{connection.settings_dict['NAME']}"
     stored = _read_json_object(path)
     mine = stored.get(database)
     mine = mine if isinstance(mine, dict) else {}

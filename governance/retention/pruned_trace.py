@@ -25,7 +25,7 @@ from django.db import connections, router
 from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import QuerySet
 
-from governance.models import PrunedRecord
+from governance.retention.models import PrunedRecord
 from memory.asof import PrunedEntry
 from memory.fingerprints import subject_fingerprint
 from memory.models import Agent, MemoryRecord, Status
@@ -85,17 +85,18 @@ def _active_spans(ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, tuple[datetime, d
     by_record = defaultdict(list)
     for record_id, *row in rows:
         by_record[record_id].append(row)
-    spans = {}
+    spans: dict[uuid.UUID, tuple[datetime, datetime]] = {}
     for record_id, history in by_record.items():
-        start = end = expires = None
+        start: datetime | None = None
+        until: datetime | None = None  # while active its expiry; once out of active, the earlier of that and the leaving
+        active = False
         for when, status, expires_at in history:
             if status == Status.ACTIVE:
-                start = start or when
-                expires, end = expires_at, None
-            elif start is not None and end is None:
-                end = min(when, expires)
-        if start is not None:
-            spans[record_id] = (start, end if end is not None else expires)
+                start, until, active = start or when, expires_at, True
+            elif active:
+                until, active = min(when, until), False
+        if start is not None and until is not None:
+            spans[record_id] = (start, until)
     return spans
 
 

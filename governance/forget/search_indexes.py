@@ -6,8 +6,7 @@ records (an index built from a snapshot taken just before the forget, say) and, 
 the FTS5 segments so the deleted words leave the file too. One receipt covers every index, with a
 count per index."""
 
-from django.db import connection
-
+from memory.engine import current
 from memory.search import storage
 from memory.search.build import purge_index_records
 from memory.search.models import STORED_STATUSES, SearchIndex
@@ -25,9 +24,8 @@ class SearchIndexesArtifact:
             if record_ids and storage.storage_exists(index.storage_name)
         }
         per_index = ", ".join(f"{name}: {count}" for name, count in removed.items()) or "none held"
-        compacted = " FTS5 segments merged, so deleted words leave the file." if connection.vendor == "sqlite" else ""
         note = (
             f"Entries (words, vectors) left every search index when the records stopped being active; "
-            f"left over now, per index: {per_index}.{compacted}"
+            f"left over now, per index: {per_index}.{current().ops.INDEX_PURGE_NOTE}"
         )
         return sum(removed.values()), note[:500]

@@ -1,11 +1,12 @@
 """The `propagate_forgets` job: completes every open forget request across every registered
-artifact (governance.forgetting), with one receipt per artifact. A request that fails is reported
-and retried by the next run; the others still complete."""
+artifact (governance.forget.artifacts), with one receipt per artifact. A request that fails is
+reported and retried by the next run; the others still complete."""
 
 from collections import Counter
 from datetime import datetime
 
-from governance.forgetting import PropagationResult, propagate_open_forget_requests, registered_artifacts
+from governance.forget.artifacts import registered_artifacts
+from governance.forget.propagation import PropagationResult, propagate_open_forget_requests
 from governance.jobs.runner import JobIncomplete, describe_error
 
 

@@ -9,7 +9,7 @@ still propagating wait, because propagation finds the artifacts to clean through
 
 Pruning is not a status change, so it writes no history row; it deletes in set-based statements,
 one chunk per transaction. In that transaction, before the history goes, each record leaves a
-content-free `PrunedRecord` (governance.pruned_trace), so that as-of reads can report it as pruned;
+content-free `PrunedRecord` (governance.retention.pruned_trace), so that as-of reads can report it as pruned;
 the job deletes those traces after PRUNED_RECORD_TRACE_RETENTION_DAYS. A forgotten subject keeps
 its content-free `ForgetTombstone`, so a restored backup can be recognised and forgotten again. Old
 JobRun rows and idempotency keys are trimmed here too.
@@ -24,8 +24,10 @@ from django.conf import settings
 from django.db import connections, models, router, transaction
 from django.db.models import Q
 
-from governance.models import ForgetRequest, JobRun
-from governance.pruned_trace import RECORD_FIELDS, trace_expired, trace_pruned
+from governance.forget.models import ForgetRequest
+from governance.jobs.models import JobRun
+from governance.retention.pruned_trace import RECORD_FIELDS, trace_expired, trace_pruned
+from memory.engine import current
 from memory.models import PURGEABLE_STATUSES, IdempotencyKey, MemoryKind, MemoryRecord
 
 
@@ -68,7 +70,7 @@ def _references_to_records() -> list[tuple[type[models.Model], models.ForeignKey
         for model in apps.get_models(include_auto_created=True)
         if model is not history
         for field in model._meta.concrete_fields
-        if field.is_relation and field.many_to_one and field.related_model is MemoryRecord
+        if isinstance(field, models.ForeignKey) and field.many_to_one and field.related_model is MemoryRecord
     ]
 
 
@@ -91,14 +93,8 @@ def _delete_records(ids: list[uuid.UUID]) -> Counter:
     # QuerySet.delete() would send post_delete per record, on which django-simple-history writes
     # a '-' history row copying the content we are removing; every reference is gone by now, so
     # a plain DELETE is all that is left to do.
-    connection = connections[router.db_for_write(MemoryRecord)]
-    pk = MemoryRecord._meta.pk
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {quote(MemoryRecord._meta.db_table)} WHERE {quote(pk.column)} IN ({', '.join(['%s'] * len(ids))})",
-            [pk.get_db_prep_value(record_id, connection) for record_id in ids],
-        )
+    using = router.db_for_write(MemoryRecord)
+    current(using).ops.delete_rows(connections[using], MemoryRecord, ids)
     return counts
 
 

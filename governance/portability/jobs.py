@@ -11,7 +11,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from governance.models import JobRun, PropagationReceipt
+from governance.forget.models import PropagationReceipt
+from governance.jobs.models import JobRun
 from governance.portability.disk import JOB, pending_receipts, rewrite_tables
 
 
@@ -31,7 +32,7 @@ def disk_rewrite(*, now: datetime, batch_size: int) -> dict[str, int]:
         by_note[rewrite.note(requested_at)].append(pk)
     with transaction.atomic():
         for note, pks in by_note.items():
-            changes = {"note": note}
+            changes: dict[str, object] = {"note": note}
             if rewrite.complete:
                 changes.update(removed=len(rewrite.verified), completed_at=rewrite.finished_at)
             for start in range(0, len(pks), batch_size):

@@ -1,19 +1,16 @@
 """The governance numbers of the design, computed with aggregate queries (a handful per page,
-whatever the number of records) for the tenants a reviewer may see. Cached briefly, since the
-dashboard is looked at, not polled."""
+whatever the number of records) for the tenants a reviewer may see; the dashboard page
+(governance.review.dashboard) draws them. Cached briefly, since the dashboard is looked at, not
+polled."""
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
-from django.db import connection
 from django.db.models import (
-    Aggregate,
     Case,
     Count,
     DateTimeField,
-    DurationField,
     Expression,
     ExpressionWrapper,
     F,
@@ -27,10 +24,12 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from governance.dedup.services import regret_counts
+from governance.forget.models import ForgetRequest
 from governance.golden.selectors import TrendPoint, score_trend
-from governance.models import ForgetRequest
-from governance.selectors import QueueStat, last_job_runs, queue_stats
+from governance.jobs.selectors import last_job_runs
+from governance.review.selectors import QueueStat, queue_stats
 from memory.actors import Actor
+from memory.engine import current
 from memory.models import Status
 from memory.selectors import records_in_scope
 
@@ -68,40 +67,16 @@ class Dashboard:
     golden_trend: list[TrendPoint] = field(default_factory=list)  # hit@k and MRR per day on the active index
 
 
-class PercentileCont(Aggregate):
-    """PostgreSQL's continuous percentile (linear interpolation between the two nearest values)."""
-
-    function = "percentile_cont"
-    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-
-    def __init__(self, expression, fraction: float, **extra):
-        super().__init__(expression, fraction=float(fraction), output_field=DurationField(), **extra)
-
-
 def percentiles(queryset: QuerySet, duration: Expression, fractions: tuple[float, ...]) -> list[timedelta | None]:
-    """Continuous percentiles of a duration over `queryset`, computed by the database:
-    `percentile_cont` on PostgreSQL; elsewhere the two rows around each rank, read in order
-    (ORDER BY with OFFSET), and interpolated like percentile_cont."""
-    if connection.vendor == "postgresql":
-        row = queryset.aggregate(**{f"p{i}": PercentileCont(duration, q) for i, q in enumerate(fractions)})
-        return [row[f"p{i}"] for i in range(len(fractions))]
-    ordered = queryset.annotate(value=ExpressionWrapper(duration, output_field=DurationField())).order_by("value")
-    n = ordered.count()
-    results: list[timedelta | None] = []
-    for q in fractions:
-        if not n:
-            results.append(None)
-            continue
-        rank = (n - 1) * q
-        around = list(ordered.values_list("value", flat=True)[math.floor(rank) : math.floor(rank) + 2])
-        low, high = around[0], around[-1]
-        results.append(low + (high - low) * (rank - math.floor(rank)))
-    return results
+    """Continuous percentiles of a duration over `queryset` (linear interpolation between the two
+    nearest values), computed by the database (memory.engine.*.ops.percentiles)."""
+    return current().ops.percentiles(queryset, duration, fractions)
 
 
 def build_dashboard(actor: Actor, *, now: datetime | None = None, days: int = 30) -> Dashboard:
-    # The version changes with the Dashboard's fields, so a cached one of another shape is never read.
-    key = f"governance-dashboard:v2:{actor.label}:{sorted(actor.tenant_ids) if actor.tenant_ids is not None else 'all'}:{days}"
+    # The version changes with the Dashboard's fields (and the module its classes live in), so a
+    # cached one of another shape is never read.
+    key = f"governance-dashboard:v3:{actor.label}:{sorted(actor.tenant_ids) if actor.tenant_ids is not None else 'all'}:{days}"
     cached = cache.get(key)
     if cached is not None:
         return cached

@@ -1,12 +1,17 @@
-"""Forget propagation: the registry of every artifact that can hold a copy of a record's content,
-and the function that purges one forget request from all of them, with one receipt per artifact.
+"""Forget artifacts: the registry of every store that can hold a copy of a record's content, the
+built-in artifacts, and the coverage check that no store is forgotten by a forget.
 
-A forget request (governance.services.forget_request_create) makes its records `forgotten` at once
-and lists them, lineage included, in `ForgetRequest.records`. Propagation then asks each
-registered artifact to purge those records, chunk by chunk, each chunk in one transaction with its
-receipt updates, so a run killed mid-way resumes where it stopped and counts nothing twice (an
-artifact purges only what still holds content, so a repeat removes 0). When every chunk is done
-the request is `completed`.
+An artifact is any object with a `name`, a `covers` tuple (labels of the models whose rows it
+cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`; one that
+writes tables no model describes names them in `tables()` (see `artifact_tables`). One with
+`at_completion = True` runs once, after every chunk, in the transaction that completes the
+request (with no record ids). One with `completes_later = True` leaves its receipt's completion
+time empty: its own job completes it (the disk rewrite, once verified). A new derived store
+(embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from its
+AppConfig.ready():
+
+    from governance.forget.artifacts import register_artifact
+    register_artifact(EmbeddingArtifact())
 
 Provenance strings (source URI, session id, turn id, tool, source version) are content too, and
 so is the subject: where a record's content is removed, so are they, and the subject is replaced by
@@ -14,51 +19,35 @@ its keyed fingerprint (memory.fingerprints), so a later forget of the same subje
 rows. The request itself keeps the subject as filed until it completes; the `forget_request`
 artifact then fingerprints it too.
 
-An artifact is any object with a `name`, a `covers` tuple (labels of the models whose rows it
-cleans, used by the coverage check) and `purge(request, record_ids) -> (removed, note)`; one that
-writes tables no model describes names them in `tables()` (see `artifact_tables`). One with
-`at_completion = True` runs once, after every chunk, in the transaction that completes the
-request (with no record ids). One with `completes_later = True` leaves its receipt's completion
-time empty: its own job completes it (the disk rewrite, once verified). A new
-derived store (embeddings, summaries elsewhere, a recall cache) registers its own purge, e.g. from
-its AppConfig.ready():
-
-    from governance.forgetting import register_artifact
-    register_artifact(EmbeddingArtifact())
-
 `uncovered_references()` lists models that point at memory records and are neither covered by an
 artifact nor declared content-free below; a test keeps it empty, so a new store cannot be
 forgotten by accident. Receipts and their notes never contain content.
 """
 
-import logging
-import time
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
 from django.apps import apps
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
-from django.db import transaction
 from django.db.models import Case, F, Q, QuerySet, Value, When
-from django.utils import timezone
 
-from governance.models import DedupProposal, DedupProposalDrop, ForgetRequest, ForgetTombstone, PropagationReceipt
+from governance.forget.models import ForgetRequest, ForgetTombstone
 from memory.fingerprints import is_subject_fingerprint, subject_fingerprint
 from memory.models import IdempotencyKey, MemoryRecord, Status
 from memory.services import record_id_set
-
-logger = logging.getLogger("governance.forgetting")
 
 
 @runtime_checkable
 class ForgetArtifact(Protocol):
     name: str
-    covers: tuple[str, ...]
+
+    @property
+    def covers(self) -> tuple[str, ...]:
+        """Labels of the models whose rows the artifact cleans (what the coverage check reads)."""
 
     def purge(self, request: ForgetRequest, record_ids: Sequence[uuid.UUID]) -> tuple[int, str]:
         """Remove every copy of the given forgotten records' content from this artifact; return how
@@ -210,30 +199,6 @@ class CacheArtifact:
         )
 
 
-class DedupProposalsArtifact:
-    """A dedup proposal holds ids, versions and a score, but also the scope's subject and the
-    reviewer's free-text decision note, which may quote the records it compared. On every proposal
-    that involves a forgotten record (keep or drop) the note is blanked and the subject replaced by
-    its fingerprint. The decision itself stays."""
-
-    name = "dedup_proposals"
-    covers = ("governance.DedupProposal",)
-
-    def purge(self, request, record_ids):
-        if not record_ids:
-            return 0, self._note
-        involved = DedupProposal.objects.filter(
-            Q(keep_id__in=record_id_set(record_ids))
-            | Q(pk__in=DedupProposalDrop.objects.filter(record_id__in=record_id_set(record_ids)).values("proposal_id"))
-        )
-        return scrub_rows(involved, blank=("decision_note",)), self._note
-
-    _note = (
-        "Reviewer decision notes blanked on dedup proposals involving the records, subject replaced by its "
-        "keyed fingerprint; decisions kept."
-    )
-
-
 FORGOTTEN_REPR = "forgotten memory"
 
 
@@ -301,14 +266,12 @@ for _artifact in (
     RecordContentArtifact(),
     HistoryRowsArtifact(),
     IdempotencyKeysArtifact(),
-    DedupProposalsArtifact(),
     CacheArtifact(),
     AdminLogArtifact(),
     ExternalBackupsArtifact(),
     ForgetRequestSubjectArtifact(),
 ):
     register_artifact(_artifact)
-
 
 # --------------------------------------------------------------------------------------------
 # coverage: nothing that points at a record may be forgotten by the forget
@@ -337,111 +300,3 @@ def models_referencing_records() -> set[str]:
 def uncovered_references(artifacts: Iterable[ForgetArtifact] | None = None) -> set[str]:
     covered = {label for artifact in (artifacts if artifacts is not None else _ARTIFACTS) for label in artifact.covers}
     return models_referencing_records() - covered - set(CONTENT_FREE_REFERENCES)
-
-
-# --------------------------------------------------------------------------------------------
-# propagation
-
-
-@dataclass(frozen=True)
-class PropagationResult:
-    forget_request_id: uuid.UUID
-    records: int
-    removed: dict[str, int]  # artifact name -> items removed by this call
-    completed: bool
-
-
-def propagate_forget_request(
-    request: ForgetRequest, *, batch_size: int = 1000, artifacts: Sequence[ForgetArtifact] | None = None
-) -> PropagationResult:
-    """Purge one forget request's records from every artifact, chunk by chunk, and complete it.
-    Safe to repeat: a completed request is left as it is; a half-done one resumes."""
-    artifacts = tuple(artifacts if artifacts is not None else _ARTIFACTS)
-    per_chunk = [artifact for artifact in artifacts if not getattr(artifact, "at_completion", False)]
-    at_completion = [artifact for artifact in artifacts if getattr(artifact, "at_completion", False)]
-    removed = {artifact.name: 0 for artifact in artifacts}
-    if request.status != ForgetRequest.Status.PROPAGATING:
-        return PropagationResult(request.pk, 0, removed, completed=False)
-    started = time.monotonic()
-    links = ForgetRequest.records.through.objects.filter(forgetrequest_id=request.pk)
-    records = 0
-    last_id = None
-    while True:
-        chunk = links.order_by("memoryrecord_id")
-        if last_id is not None:
-            chunk = chunk.filter(memoryrecord_id__gt=last_id)
-        record_ids = list(chunk.values_list("memoryrecord_id", flat=True)[:batch_size])
-        if record_ids or records == 0:  # a request with no records still gets its receipts
-            for name, count in _purge_chunk(request, record_ids, per_chunk).items():
-                removed[name] += count
-        records += len(record_ids)
-        if len(record_ids) < batch_size:
-            break
-        last_id = record_ids[-1]
-    with transaction.atomic():
-        # The request row is locked so that two runs cannot both complete it (and count twice).
-        completed = (
-            ForgetRequest.objects.select_for_update()
-            .filter(
-                pk=request.pk,
-                status=ForgetRequest.Status.PROPAGATING,
-            )
-            .exists()
-        )
-        if completed:
-            for name, count in _purge_chunk(request, [], at_completion).items():
-                removed[name] += count
-            ForgetRequest.objects.filter(pk=request.pk).update(
-                status=ForgetRequest.Status.COMPLETED,
-                completed_at=timezone.now(),
-            )
-    logger.info(
-        "forget request propagated",
-        extra={
-            "forget_request_id": str(request.pk),
-            "records": records,
-            "removed": removed,
-            "duration_ms": round((time.monotonic() - started) * 1000, 1),
-        },
-    )
-    return PropagationResult(request.pk, records, removed, completed)
-
-
-def _purge_chunk(request: ForgetRequest, record_ids: list[uuid.UUID], artifacts: Sequence[ForgetArtifact]) -> dict[str, int]:
-    removed: dict[str, int] = {}
-    with transaction.atomic():
-        # Locked, so the counts read here are current: every receipt is written back in one
-        # statement (and the missing ones created in one) rather than one per artifact.
-        receipts = {r.artifact: r for r in PropagationReceipt.objects.select_for_update().filter(forget_request=request)}
-        new: list[PropagationReceipt] = []
-        for artifact in artifacts:
-            count, note = artifact.purge(request, record_ids)
-            removed[artifact.name] = count
-            receipt = receipts.get(artifact.name)
-            if receipt is None:
-                receipt = PropagationReceipt(forget_request=request, artifact=artifact.name, removed=0)
-                new.append(receipt)
-            receipt.removed += count
-            # an artifact whose own job finishes the work (the disk rewrite) leaves its receipt open
-            receipt.completed_at = None if getattr(artifact, "completes_later", False) else timezone.now()
-            receipt.note = note[:500]
-        PropagationReceipt.objects.bulk_create(new)
-        PropagationReceipt.objects.bulk_update(
-            [r for r in receipts.values() if r.artifact in removed], ["removed", "completed_at", "note"]
-        )
-    return removed
-
-
-def propagate_open_forget_requests(
-    *, batch_size: int, now: datetime | None = None
-) -> Iterable[tuple[ForgetRequest, PropagationResult | Exception]]:
-    """Yield each open request (oldest first) with its result, or the exception that stopped it,
-    so one failing request does not hold up the others."""
-    open_requests = ForgetRequest.objects.filter(status=ForgetRequest.Status.PROPAGATING)
-    if now is not None:
-        open_requests = open_requests.filter(requested_at__lte=now)
-    for request in open_requests.order_by("requested_at"):
-        try:
-            yield request, propagate_forget_request(request, batch_size=batch_size)
-        except Exception as exc:  # reported by the job; the next run retries the request
-            yield request, exc

@@ -1,31 +1,45 @@
-"""Governance services: filing a forget request (the logical forget happens here, synchronously,
-through the memory lifecycle service; propagation into derived artifacts is a job)."""
+"""Filing a forget request: the logical forget happens here, synchronously, through the memory
+lifecycle service; propagation into derived artifacts is a job (governance.forget.propagation).
+
+What else must know of a request once it commits registers with `after_filing` (the forget ledger,
+from GovernanceConfig.ready()), so this feature does not import the ones built on it."""
 
 import logging
+from collections.abc import Callable
+from functools import partial
 
 from django.db import connections, router, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from governance.models import ForgetRequest, ForgetTombstone
-from governance.portability.ledger import record_forget_request_on_commit
+from governance.forget.models import ForgetRequest, ForgetTombstone
+from governance.tasks import JOB_TASKS
 from memory.actors import Actor
+from memory.engine import current
 from memory.errors import ValidationFailed
 from memory.fingerprints import records_about, subject_fingerprint
-from memory.models import NOTE_MAX_CHARS, SUBJECT_MAX_CHARS, MemoryRecord, Status, Tenant
+from memory.models import SUBJECT_MAX_CHARS, MemoryRecord, Status, Tenant
+from memory.policy import checked_note
 from memory.selectors import records_in_scope
 from memory.services import memory_forget_subject, record_id_set
 
 logger = logging.getLogger("governance.forgetting")
 
+_AFTER_FILING: list[Callable[[ForgetRequest], None]] = []
+
+
+def after_filing(callback: Callable[[ForgetRequest], None]) -> None:
+    """Call `callback(request)` once each new forget request has committed, after propagation was
+    sent for. It must not raise: the request stands whatever it does."""
+    if callback not in _AFTER_FILING:
+        _AFTER_FILING.append(callback)
+
 
 def _propagate_soon() -> None:
     """Ask a worker to propagate now rather than at beat's next tick. Best effort: if the broker
     is unreachable the request stands and beat's next run completes it."""
-    from governance.tasks import run_propagate_forgets
-
     try:
-        run_propagate_forgets.apply_async(kwargs={"trigger": "forget_request"}, retry=False)
+        JOB_TASKS["propagate_forgets"].apply_async(kwargs={"trigger": "forget_request"}, retry=False)
     except Exception as exc:  # the forget itself has committed; never fail the request here
         logger.warning("could not enqueue forget propagation; beat will run it", extra={"error": type(exc).__name__})
 
@@ -43,8 +57,11 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
         errors["subject"] = [f"At most {SUBJECT_MAX_CHARS} characters."]
     if reason is not None and not isinstance(reason, str):
         errors["reason"] = ["Must be a string."]
-    elif reason and len(reason) > NOTE_MAX_CHARS:  # it becomes each record's history note
-        errors["reason"] = [f"At most {NOTE_MAX_CHARS} characters."]
+    elif reason:  # it becomes each record's history note
+        try:
+            checked_note(reason, field="reason")
+        except ValidationFailed as too_long:
+            errors.update(too_long.errors)
     if errors:
         raise ValidationFailed("The forget request is invalid.", errors=errors)
     with transaction.atomic():
@@ -64,7 +81,7 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
             reason=reason or "",
             requested_by=actor.label,
             requested_by_user=actor.user if actor.is_human else None,
-            requested_by_agent=actor.credential.agent if actor.is_agent else None,
+            requested_by_agent=actor.credential.agent if actor.credential is not None else None,
             requested_by_credential=actor.credential if actor.is_agent else None,
             affected=len(outcome.record_ids),
             lineage_affected=outcome.lineage_count,
@@ -76,20 +93,16 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
             defaults={"forgotten_at": timezone.now()},
         )
         transaction.on_commit(_propagate_soon)
-        # The forget ledger (outside the database) lists it from now on, so a restore re-applies it.
-        transaction.on_commit(lambda: record_forget_request_on_commit(request))
+        for callback in _AFTER_FILING:
+            transaction.on_commit(partial(callback, request))
     return request
 
 
 def _link_records(request: ForgetRequest, records: QuerySet) -> None:
-    """Link the request to `records` (a query of record keys) in one INSERT ... SELECT, so the
-    keys never travel to Python and back: 10,000 link instances for `bulk_create` cost more than
-    the insert itself."""
+    """Link the request to `records` (a query of record keys) in one statement: the keys never
+    travel to Python and back."""
     through = ForgetRequest.records.through
-    connection = connections[router.db_for_write(through)]
-    quote = connection.ops.quote_name
-    select_sql, select_params = records.query.sql_with_params()
-    columns = ", ".join(quote(through._meta.get_field(name).column) for name in ("forgetrequest", "memoryrecord"))
-    sql = f"INSERT INTO {quote(through._meta.db_table)} ({columns}) SELECT %s, linked.pk FROM ({select_sql}) linked"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (ForgetRequest._meta.pk.get_db_prep_value(request.pk, connection), *select_params))
+    using = router.db_for_write(through)
+    current(using).ops.link_rows(
+        connections[using], through, owner="forgetrequest", owner_pk=request.pk, target="memoryrecord", targets=records
+    )

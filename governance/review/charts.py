@@ -205,7 +205,7 @@ def stacked_bars(
     body += _y_title(y_title, top=top, plot_h=plot_h)
     bar_w = min(MAX_STACK, slot * 0.6)
     for li, label in enumerate(labels):
-        y = top + plot_h
+        y: float = top + plot_h
         for si, s in enumerate(series):
             h = plot_h * s.values[li] / scale.top
             y -= h
