@@ -29,8 +29,8 @@ class HistoryActor(models.Model):
 
 
 class HistoryContext:
-    """Not columns: what a save tells simple-history about the change, set on the instance just
-    before it (annotations only, for the models that keep a history): the transition
+    """A mixin of the models that keep a history, declaring what is not a column: what a save tells
+    simple-history about the change, set on the instance just before it: the transition
     (`_change_reason`), the actor and the note (copied into the row by memory.apps), and the user
     when a person acted (`_history_user`). Which of them a given save sets is up to its caller."""
 

@@ -15,10 +15,7 @@ from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from memory.history import NOTE_MAX_CHARS as NOTE_MAX_CHARS
-from memory.history import HistoryActor
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+from memory.history import HistoryActor, HistoryContext
 
 # Limits defined once; validators, forms and the schema read them from here (the note limit from
 # memory.history, whose history column it sizes).
@@ -247,7 +244,7 @@ def content_digest(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
-class MemoryRecord(models.Model):
+class MemoryRecord(HistoryContext, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
 
     # scope: separate hard boundaries
@@ -331,13 +328,6 @@ class MemoryRecord(models.Model):
     history = HistoricalRecords(
         bases=[HistoryActor], excluded_fields=["last_used_at"], no_db_index=["tenant", "kind", "written_by", "reviewed_by"]
     )
-    # Not columns. What a save tells simple-history about the change, set on the instance just
-    # before it (memory.apps copies actor and note into the row): the transition, the actor, the
-    # note, the user when a person acted.
-    _change_reason: str
-    _history_actor: str
-    _history_note: str
-    _history_user: "User"
 
     class Meta:
         ordering = ["-created_at"]
@@ -453,7 +443,7 @@ class IdempotencyKey(models.Model):
         indexes = [models.Index(fields=["created_at"], name="idempotency_age_idx")]
 
 
-class SourceHold(models.Model):
+class SourceHold(HistoryContext, models.Model):
     """A session or a source address whose new writes wait for review, whatever their authority:
     raised by a contaminated write in the session (cause `contaminated`) or by revoking the session
     or the address (cause `revoked`), until a reviewer clears it.
@@ -489,10 +479,6 @@ class SourceHold(models.Model):
     cleared_at = models.DateTimeField(null=True, blank=True)
     cleared_by = models.CharField(max_length=200, blank=True, help_text="Actor label: user:name.")
     history = HistoricalRecords(bases=[HistoryActor], no_db_index=["tenant", "raised_by"])
-    # Not columns: what a save tells simple-history about the change (see MemoryRecord).
-    _change_reason: str
-    _history_actor: str
-    _history_note: str
 
     class Meta:
         ordering = ["-created_at"]

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
-from memory.history import HistoryActor
+from memory.history import HistoryActor, HistoryContext
 
 
 def storage_name(kind: str, pk: int) -> str:
@@ -38,7 +38,7 @@ STORED_STATUSES = (IndexStatus.BUILDING, IndexStatus.CANDIDATE, IndexStatus.ACTI
 SERVING_STATUSES = (IndexStatus.CANDIDATE, IndexStatus.ACTIVE)
 
 
-class SearchIndex(models.Model):
+class SearchIndex(HistoryContext, models.Model):
     name = models.SlugField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=IndexKind.choices, default=IndexKind.LEXICAL)
     recipe = models.JSONField(
@@ -68,9 +68,6 @@ class SearchIndex(models.Model):
     )
 
     history = HistoricalRecords(bases=[HistoryActor], excluded_fields=["report"])
-    # Set before a save for its history row: the reason and who (memory.apps reads the actor).
-    _change_reason: str
-    _history_actor: str
 
     class Meta:
         app_label = "memory"
