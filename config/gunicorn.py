@@ -32,14 +32,20 @@ preload_app = _SEMANTIC
 def when_ready(server: "Arbiter") -> None:
     """The master, after it loaded the app (`preload_app`) and before it forks the workers."""
     if _SEMANTIC:
+        from django.urls import get_resolver
+
         from memory.search import semantic
 
+        get_resolver().url_patterns  # noqa: B018  # every view module imported once, here, for all workers
         semantic.load_model()
 
 
 def post_worker_init(worker: "Worker") -> None:
-    """Each worker, after it loaded the app (or inherited it) and before its first request."""
+    """Each worker, after it loaded the app (or inherited it) and before its first request; says
+    when it is ready and whether it holds the model (`bench.first_recall` waits for that line)."""
+    model = "not loaded at start"
     if _SEMANTIC:
         from memory.search import semantic
 
-        semantic.warm_up()
+        model = "ready" if semantic.warm_up() else "failed to load (recall is lexical)"
+    worker.log.info("Worker %s ready; semantic model %s", worker.pid, model)

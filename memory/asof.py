@@ -28,29 +28,43 @@ reconstructed from the records' django-simple-history rows (every transition wri
 - **Ranking** is recall's lexical ranking (`memory.search.ranking`: BM25 over the scope's records
   that were active then, plus the same priors with recency measured at T), computed over the
   historical texts by `memory.asof_ranking` with the serving lexical index's recipe (the index
-  tables hold only today's records). Where a semantic index serves recall today, its fused part
-  is not reconstructed (the vectors of the past are not kept): the response says so.
+  tables hold only today's records). Where a semantic index serves recall today, it is fused in
+  as live recall fuses it (`memory.search.fusion.fuse`, priors at T), with the cosine of each
+  ranked record's content *then*: a record whose content is unchanged since keeps the index's
+  vector; one whose content changed, or that has left the index since (retired, superseded,
+  expired), is embedded from its content then (`asof_ranking.similarity_at`, at most EMBED_LIMIT
+  contents a request; beyond that a record gets no semantic share, and the response says how
+  many). A forgotten record is never embedded, nor is its vector read. When the active semantic
+  index cannot rank in this process, the ranking is lexical and the response says why.
 """
 
 import functools
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from memory.actors import Actor
-from memory.asof_ranking import rank_rows
+from memory.asof_ranking import EMBED_LIMIT, rank_rows, similarity_at
 from memory.errors import DomainError, RecordNotFound, ValidationFailed
 from memory.fingerprints import subject_fingerprint
 from memory.models import Agent, MemoryKind, MemoryRecord, Status, Tenant
-from memory.recall import RecallQuery, RecallResult, fill_budget
-from memory.search import IndexKind, semantic
+from memory.recall import RecallQuery, RecallResult, fill_budget, second_stage
+from memory.scope import Scope
+from memory.search import IndexKind, fusion, semantic
 from memory.search.build import serving_index
 from memory.search.models import IndexStatus, SearchIndex
+from memory.search.periods import named_periods, strip_periods
+from memory.search.ranking import Ranked
+from memory.search.rerank import ListedRecords, Settings
 from memory.selectors import records_in_scope
+
+if TYPE_CHECKING:
+    from memory.models import RecordWithSuccessor
 
 DELETED = "-"  # django-simple-history's history_type of a deletion row
 CONTENT_WITHHELD = "forgotten"
@@ -184,7 +198,7 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
     if row.history_type == DELETED:
         raise RecordGone("This memory had been deleted by that time.", code="pruned")
     withheld = now_status == Status.FORGOTTEN
-    record = record_from_row(row, withheld=withheld)
+    record = cast("RecordWithSuccessor", record_from_row(row, withheld=withheld))
     record.superseded_by_id = (
         states_at(in_scope.filter(supersedes_id=record_id), at)
         .exclude(status__in=[Status.QUARANTINED, Status.REJECTED])
@@ -233,7 +247,7 @@ class RecallAsOf:
     withheld: list = field(default_factory=list)  # ids of records that were candidates but are forgotten now
     pruned: list[PrunedEntry] = field(default_factory=list)  # traced records of the scope active then, pruned since
     may_miss_pruned: bool = False
-    semantic_not_reconstructed: str | None = None  # the semantic index today's recall would fuse in
+    semantic_without: int = 0  # ranked records left without a semantic share (over EMBED_LIMIT to embed)
 
     @property
     def notes(self) -> list[str]:
@@ -255,10 +269,14 @@ class RecallAsOf:
                 "some may have been pruned with no trace kept (before traces began, or longer ago than they "
                 "are kept): some that recall returned then may be missing."
             )
-        if self.semantic_not_reconstructed:
+        if self.result.semantic_unavailable:
             notes.append(
-                f"Ranked lexically: the semantic index '{self.semantic_not_reconstructed}' that recall fuses in "
-                "today keeps no vectors of the past."
+                f"Ranked lexically: the semantic index that recall fuses in cannot rank here ({self.result.semantic_unavailable})"
+            )
+        if self.semantic_without:
+            notes.append(
+                f"{self.semantic_without} record(s) whose content changed since, or that have left the semantic index, "
+                f"were ranked without a semantic share: at most {EMBED_LIMIT} such contents are embedded per request."
             )
         return notes
 
@@ -281,18 +299,27 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
     recall ranks and filled into the budget by the same code."""
     now = now or timezone.now()
     check_as_of(at, now=now)
-    rows = history_model().objects.filter(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose)
-    if q.subject:
-        # A forgotten record's history keeps the subject's fingerprint once propagation ran.
-        rows = rows.filter(subject__in={q.subject, subject_fingerprint(agent.tenant_id, q.subject)})
     kinds = list(MemoryKind.objects.filter(name__in=q.kinds)) if q.kinds else None
-    if kinds is not None:
-        rows = rows.filter(kind_id__in=[kind.pk for kind in kinds])
+    scope = Scope(
+        tenant_id=agent.tenant_id,
+        agent_id=agent.pk,
+        purpose=q.purpose,
+        now=at,
+        subject=q.subject or None,
+        kind_ids=None if kinds is None else tuple(kind.pk for kind in kinds),
+    )
+    # A forgotten record's history keeps only the subject's fingerprint once propagation ran: the
+    # rows are read under either form, and those of records forgotten since are only counted.
+    rows = history_model().objects.filter(replace(scope, subject=None).q(timely=False))
+    if scope.subject is not None:
+        rows = rows.filter(subject__in={scope.subject, subject_fingerprint(agent.tenant_id, scope.subject)})
     active = (
         states_at(rows, at)
-        .filter(status=Status.ACTIVE)
         .exclude(history_type=DELETED)
-        .annotate(status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]))
+        .annotate(
+            status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]),
+            content_hash_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("content_hash")[:1]),
+        )
         .select_related("kind")
     )  # tenant and agent: the agent's, for every row
     collection, withheld = [], []
@@ -300,17 +327,41 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
         if row.status_now is None:
             continue  # deleted since, with its history: nothing to show
         if row.status_now == Status.FORGOTTEN:
-            if _timely(row, at):
+            if scope.timely(row):
                 withheld.append(row.id)
             continue
         collection.append(row)
     index = serving_index(None)
-    ranked = rank_rows(index, collection, q.query, now=at, timely=lambda row: _timely(row, at))
+    settings = Settings.of(index.recipe)
+    periods = named_periods(q.query, now=at)
+    lexical_query = strip_periods(q.query, periods) if settings.strip_periods and periods else q.query
+    ranked = rank_rows(index, collection, lexical_query, now=at, timely=scope.admits)
     by_id = {row.id: row for row in collection}
     result = RecallResult(index=index.name, terms=ranked.terms, candidates=len(collection))
+    ordered: Iterator[Ranked] = iter(ranked.rows)
+    active_semantic = SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status=IndexStatus.ACTIVE).first()
+    semantic_index, result.semantic_unavailable = semantic.serving_semantic(active_semantic)
+    semantic_without = 0
+    fused = None
+    if semantic_index is not None:
+        found = similarity_at(semantic_index, scope, ranked.rows, by_id, q.query)
+        if found.similarity.top:
+            fused = fusion.Fusion(ordered, found.similarity, now=at)
+            ordered = iter(fused)
+        result.semantic, semantic_without = semantic_index.name, found.without
+    # The same second stage as live recall, over the records in the scope then (neighbours are
+    # read from them, never beyond), and the same floor.
+    in_scope = ListedRecords(row for row in collection if scope.admits(row))
+    ordered, result.min_relevance = second_stage(
+        ordered, index=index, scope=scope, q=q, records=in_scope, idfs=ranked.idfs, periods=periods, fused=fused
+    )
     # Records are built for the rows the budget reads (a batch or two), not for the whole collection.
     fill_budget(
-        result, iter(ranked.rows), q, load=lambda ids: {pk: record_from_row(by_id[pk], withheld=False, agent=agent) for pk in ids}
+        result,
+        ordered,
+        q,
+        load=lambda ids: {pk: record_from_row(by_id[pk], withheld=False, agent=agent) for pk in ids},
+        floor=result.min_relevance,
     )
     for item in result.items:
         item.record.last_used_at = None  # not kept in history
@@ -321,14 +372,12 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
             agent=agent,
             purpose=q.purpose,
             subject=q.subject,
-            kind_ids=None if kinds is None else [kind.pk for kind in kinds],
+            kind_ids=None if scope.kind_ids is None else list(scope.kind_ids),
             at=at,
         )
     )
     purge_ages = [kind.purge_after for kind in (kinds if kinds is not None else MemoryKind.objects.all())]
     may_miss_pruned = bool(purge_ages) and _untraced_prunes_possible(at + min(purge_ages), now=now)
-    active_semantic = SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status=IndexStatus.ACTIVE).first()
-    serving_semantic, _ = semantic.serving_semantic(active_semantic)
     return RecallAsOf(
         result=result,
         as_of=at,
@@ -337,7 +386,7 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
         withheld=sorted(withheld, key=str),
         pruned=pruned,
         may_miss_pruned=may_miss_pruned,
-        semantic_not_reconstructed=serving_semantic.name if serving_semantic is not None else None,
+        semantic_without=semantic_without,
     )
 
 
@@ -348,10 +397,3 @@ def _untraced_prunes_possible(earliest_prune: datetime, *, now: datetime) -> boo
         return False
     kept_since = _pruned_trace.kept_since(now=now) if _pruned_trace is not None else None
     return kept_since is None or earliest_prune < kept_since
-
-
-def _timely(row, at: datetime) -> bool:
-    """Recall's time filters at `at`: unexpired and within the valid window."""
-    return (
-        row.expires_at > at and (row.valid_from is None or row.valid_from <= at) and (row.valid_to is None or row.valid_to > at)
-    )

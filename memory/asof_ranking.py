@@ -1,49 +1,61 @@
 """Recall's ranking over records as they were at a past moment (`memory.asof`), by the same rules
 and scoring functions as `memory.search.ranking`, over texts the search index no longer holds.
 
-The index tables hold today's active records only, so the historical rows are analysed here, by
-the database, with the serving lexical index's recipe: on PostgreSQL `to_tsvector` with its text
-search configuration (occurrences per lexeme, as the index stores them), on SQLite the recipe's
-FTS5 tokenizer in a private scratch table (ranking.fts5_scratch), matched and counted the way the index is
-(`highlight()` marks). The word count is the index's `doclen_sql`. BM25's collection (N, the
-average length, each term's document frequency) is the scope's records that were active then,
-including those already past expiry or outside their valid window (as the index counts them);
-only the timely ones are ranked. Terms add up rarest first, as on PostgreSQL; the priors are
-`ranking.priors` with recency measured at that moment; rows come out in `Ranked.sort_key` order.
+The index tables hold today's active records only, so the historical rows are analysed by the
+database's engine with the serving lexical index's recipe (`memory.engine.<vendor>.ranking
+.analyse_history`: on PostgreSQL `to_tsvector` with its text search configuration, on SQLite the
+recipe's FTS5 tokenizer in a private scratch table, matched and counted the way the index is).
+BM25's collection (N, the average length, each term's document frequency) is the scope's records
+that were active then, including those already past expiry or outside their valid window (as the
+index counts them); only those the scope admits are ranked. Terms add up rarest first, as on
+PostgreSQL; the priors are `ranking.priors` with recency measured at that moment; rows come out
+in `Ranked.sort_key` order.
+
+The semantic side (`similarity_at`) gives `memory.search.fusion.fuse` the cosine of each ranked
+record's content then, from the semantic index's vector where the content is unchanged since,
+else embedded here from the historical text.
 """
 
-import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from django.db import connection
-
+from memory.engine import current
+from memory.scope import Scope
+from memory.search import fusion, semantic
 from memory.search.models import SearchIndex
-from memory.search.ranking import Ranked, analyse_query, fts5_scratch, fts_phrase, idf, priors, term_score
-from memory.search.storage import doclen_sql
+from memory.search.ranking import Ranked, analyse_query, idf, priors, term_score
+from memory.search.semantic import Similar, Similarity
+
+EMBED_LIMIT = 256  # distinct contents as-of recall embeds itself per request (those the index has no vector for)
 
 
 @dataclass
 class AsOfRanking:
     terms: list[str]
     rows: list[Ranked] = field(default_factory=list)
+    # text that matches a term -> its idf in the collection then (as `Ranking.idfs`: the second
+    # stage's relevance reads the query's weight from it)
+    idfs: dict[str, float] = field(default_factory=dict)
 
 
-def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, timely: Callable[[object], bool]) -> AsOfRanking:
-    """`rows` (history rows: the collection) ranked for `query`; only those `timely` accepts."""
+def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, timely: Callable[[Any], bool]) -> AsOfRanking:
+    """`rows` (history rows: the collection) ranked for `query`; only those `timely` accepts (the
+    scope's predicate, `Scope.admits`)."""
     analysed = analyse_query(index, query)
     ranking = AsOfRanking(terms=[term for term, _ in analysed])
     if not rows:
         return ranking
     words = [word for _, word in analysed]
-    doclens, tfs = _analyse_rows(index, rows, words)
+    doclens, tfs = current().ranking.analyse_history(index.recipe, rows, words)
     n = len(rows)
     avgdl = (sum(doclens.values()) / n) or 1.0
     frequencies = {word: sum(1 for key in doclens if tfs.get((key, word), 0) > 0) for word in words}
     present = sorted(((word, df) for word, df in frequencies.items() if df > 0), key=lambda item: (item[1], item[0]))
     weights = [(word, idf(n, df)) for word, df in present]
+    ranking.idfs.update({word: idf(n, df) for word, df in frequencies.items()})
     k1, b = float(index.recipe["k1"]), float(index.recipe["b"])
     for row in rows:
         if not timely(row):
@@ -59,55 +71,66 @@ def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, 
     return ranking
 
 
-def _analyse_rows(index, rows, words) -> tuple[dict[int, int], dict[tuple[int, str], int]]:
-    """(history id -> word count, (history id, word) -> occurrences) for the rows' contents."""
-    if connection.vendor == "postgresql":
-        return _postgres(index, rows, words)
-    return _sqlite(index, rows, words)
+@dataclass
+class AsOfSimilarity:
+    """The semantic side of an as-of ranking: the similarity to fuse, how many records were embedded
+    from their content then, and how many ranked records were left without a semantic share."""
+
+    similarity: Similarity
+    embedded: int = 0
+    without: int = 0
 
 
-def _postgres(index, rows, words):
-    config = index.recipe["analyser"]["postgresql"]
-    table = rows[0]._meta.db_table
-    sql = (
-        f"SELECT h.history_id, {doclen_sql('h.content', vendor='postgresql')}, "
-        f"(SELECT coalesce(jsonb_object_agg(u.lexeme, cardinality(u.positions)), '{{}}'::jsonb) "
-        f"FROM unnest(to_tsvector(%(config)s::regconfig, h.content)) u WHERE u.lexeme = ANY(%(words)s)) "
-        f"FROM {table} h WHERE h.history_id = ANY(%(ids)s)"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {"config": config, "words": list(words), "ids": [row.history_id for row in rows]})
-        fetched = cursor.fetchall()
-    doclens, tfs = {}, {}
-    for history_id, doclen, counts in fetched:
-        doclens[history_id] = int(doclen)
-        if isinstance(counts, str):  # Django leaves jsonb undecoded on its connections
-            counts = json.loads(counts)
-        for word, count in (counts or {}).items():
-            tfs[(history_id, word)] = int(count)
-    return doclens, tfs
+def similarity_at(
+    index: SearchIndex, scope: Scope, ranked: Sequence[Ranked], rows: Mapping[Any, Any], query: str, *, limit: int | None = None
+) -> AsOfSimilarity:
+    """The similarity of `query` to each ranked record's content at the scope's moment (`ranked`:
+    the lexical ranking's rows, in order; `rows`: record id -> its history row then, annotated
+    with `content_hash_now`), in the shape live recall fuses (`semantic.Similarity`, the DEPTH
+    most similar as `top`, with their priors then).
 
+    A record keeps the semantic index's vector only when its content is the same now as then (the
+    stored vector was computed from today's content: the hash says whether that is the one it had
+    then). Any other (its content changed since, or it left the index: retired, superseded,
+    expired since) is embedded from its content then, up to `limit` (default EMBED_LIMIT) distinct
+    contents, the first in lexical order; the rest get no semantic share, as a record whose vector
+    is pending gets none in live recall. The caller never passes a forgotten record: nothing of one
+    is embedded, and its vector is never read into the ranking."""
+    import numpy as np
 
-def _sqlite(index, rows, words):
-    """The contents go into a scratch FTS5 table with the index's tokenizer (a private in-memory
-    database, rolled back afterwards: memory.search.ranking.fts5_scratch) and are matched per word
-    as the index matches them."""
-    db, scratch = fts5_scratch(index.recipe["analyser"]["sqlite"], "asof_docs", "body")
-    doclens, tfs = {}, {}
-    db.execute("BEGIN")
-    try:
-        db.executemany(f"INSERT INTO {scratch}(rowid, body) VALUES (?, ?)", [(row.history_id, row.content) for row in rows])
-        doclens = {
-            rowid: int(doclen)
-            for rowid, doclen in db.execute(f"SELECT rowid, {doclen_sql('body', vendor='sqlite')} FROM {scratch}").fetchall()
-        }
-        for word in words:
-            # tf: the word's marks in highlight(), minus any such character the text holds
-            for rowid, body, marked in db.execute(
-                f"SELECT rowid, body, highlight({scratch}, 0, char(1), '') FROM {scratch} WHERE {scratch} MATCH ?",
-                [f"body : {fts_phrase(word)}"],
-            ).fetchall():
-                tfs[(rowid, word)] = marked.count("\x01") - body.count("\x01")
-    finally:
-        db.execute("ROLLBACK")
-    return doclens, tfs
+    limit = EMBED_LIMIT if limit is None else limit
+    if not ranked or not query.strip():
+        return AsOfSimilarity(Similarity(top=[]))
+    stored = semantic.scope_vectors(index, scope)
+    found: dict[uuid.UUID, bytes] = {}
+    missing: dict[uuid.UUID, str] = {}  # record id -> content hash then, to embed
+    texts: dict[str, str] = {}  # content hash -> content then
+    without = 0
+    for row in ranked:
+        then = rows[row.record_id]
+        vector = stored.get(row.record_id)
+        if vector is not None and then.content_hash == then.content_hash_now:
+            found[row.record_id] = vector
+        elif then.content_hash in texts or len(texts) < limit:
+            texts.setdefault(then.content_hash, then.content)
+            missing[row.record_id] = then.content_hash
+        else:
+            without += 1
+    if texts:
+        digests = list(texts)
+        embedded = semantic.embed([texts[digest] for digest in digests])
+        computed = {digest: vector.astype("<f4").tobytes() for digest, vector in zip(digests, embedded, strict=True)}
+        found.update({record_id: computed[digest] for record_id, digest in missing.items()})
+    if not found:
+        return AsOfSimilarity(Similarity(top=[]), without=without)
+    ids = list(found)
+    dims = index.recipe.get("dims", semantic.DIMS)
+    matrix = np.frombuffer(b"".join(found[record_id] for record_id in ids), dtype="<f4").reshape(len(ids), dims)
+    cosines = matrix @ semantic.query_vector(query)
+    best = np.lexsort((np.arange(len(ids)), -cosines))[: fusion.DEPTH]  # by cosine, then position: a stable order
+    top = []
+    for position in best:
+        then = rows[ids[position]]
+        top.append(Similar(ids[position], float(cosines[position]), then.authority, float(then.confidence), then.confirmed_at))
+    similarity = Similarity(top=top, positions={str(record_id): i for i, record_id in enumerate(ids)}, cosines=cosines)
+    return AsOfSimilarity(similarity, embedded=len(missing), without=without)

@@ -2,19 +2,25 @@
 
 1. Candidates come only from the hard-filtered scope: the credential's tenant and agent (through
    `records_in_scope`), the requested purpose (which the token must allow), optionally one subject
-   and some kinds, `active`, unexpired and valid now. Nothing is searched globally and filtered
+   and some kinds, `active`, unexpired and valid now: one `memory.scope.Scope`, which renders the
+   ORM filter here and the SQL each index runs. Nothing is searched globally and filtered
    afterwards: the search index applies the same filters to its copy of those fields before it
    matches a word, and every record it ranks is loaded through the scoped query again, so an index
    can never widen what recall returns.
-2. Ranking: BM25 within that scope plus bounded priors (authority, confidence, recency), read from
-   the active lexical index or the one named (`memory.search.ranking` says how). When a semantic
-   index serves (the active one, or one named; and this process has the `semantic` extra), the
-   lexical ranking is fused with the scope's cosine similarities (`memory.search.fusion`), which
-   adds the `semantic` and `fusion` parts. `score_parts` names every part and `score` is their sum;
-   ties go to relevance, then the most recently confirmed.
-3. Items fill the token budget in rank order, skipping (and counting) those that do not fit. Each
-   carries a one-line `context` framing it as dated data: kind, authority, when it was confirmed,
-   its source and when the source said it.
+2. Ranking, first stage: BM25 within that scope plus bounded priors (authority, confidence,
+   recency), read from the active lexical index or the one named (`memory.search.ranking` says
+   how). When a semantic index serves (the active one, or one named; and this process has the
+   `semantic` extra), the lexical ranking is fused with the scope's cosine similarities
+   (`memory.search.fusion`), which adds the `semantic` and `fusion` parts.
+3. Ranking, second stage (`memory.search.rerank`, set by the lexical index's recipe): the first
+   stage's best rows re-ranked with their conversation neighbours (`neighbour`) and the dates the
+   query names (`time`), each judged for `relevance` in [0, 1]. `score_parts` names every part and
+   `score` is their sum; ties go to relevance, then the most recently confirmed.
+4. Items fill the token budget in rank order, skipping (and counting) those that do not fit and
+   those whose relevance is under the floor (`min_relevance`, the request's or the recipe's; counted
+   in `below_floor`): a query nothing answers gets no items rather than filler. Each item carries a
+   one-line `context` framing it as dated data: kind, authority, when it was confirmed, its source
+   and when the source said it.
 """
 
 import math
@@ -26,25 +32,27 @@ from itertools import islice
 from typing import Any
 
 from django.db import DatabaseError, connection
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.actors import Actor
 from memory.errors import Conflict, ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
-from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord, Status
+from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord
+from memory.scope import Scope
 from memory.search import active_indexes, fusion, semantic, storage
 from memory.search.build import serving_index
 from memory.search.models import IndexKind, SearchIndex
+from memory.search.periods import Period, named_periods, strip_periods
 from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are part of recall's contract)
     AUTHORITY_WEIGHT,
     CONFIDENCE_WEIGHT,
     PARTS,
     RECENCY_HALF_LIFE_DAYS,
     Ranked,
-    Scope,
     rank,
 )
+from memory.search.rerank import Query, Records, ScopedRecords, Settings, rerank
 from memory.selectors import records_in_scope
 from memory.services import memory_mark_used
 from memory.validation import RecallQuerySerializer, validated
@@ -81,6 +89,7 @@ class RecallQuery:
     kinds: list[str] | None = None
     limit: int = 10
     token_budget: int | None = None
+    min_relevance: float | None = None  # None: the serving index's recipe says
 
 
 @dataclass
@@ -90,6 +99,7 @@ class RecallItem:
     score_parts: dict[str, float]
     tokens: int
     context: str
+    relevance: float | None = None  # None: not judged (as-of recall's rows)
 
 
 @dataclass
@@ -97,6 +107,8 @@ class RecallResult:
     items: list[RecallItem] = field(default_factory=list)
     tokens_used: int = 0
     omitted_for_budget: int = 0
+    below_floor: int = 0  # ranked rows left out because their relevance was under the floor
+    min_relevance: float = 0.0  # the floor applied
     candidates: int = 0  # active records in the scope (the ranking's collection)
     index: str = ""  # the lexical index that ranked them
     terms: list[str] = field(default_factory=list)  # the query as that index analysed it
@@ -119,26 +131,31 @@ def recall_query(body: dict) -> RecallQuery:
         kinds=body.get("kinds"),
         limit=body["limit"],
         token_budget=body.get("token_budget"),
+        min_relevance=body.get("min_relevance"),
     )
 
 
 def hard_filters(records: QuerySet[MemoryRecord], q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
     """Recall's hard filters on an already tenant- and agent-scoped queryset: the purpose,
-    optionally one subject and some kinds, active, unexpired, valid now."""
-    qs = records.filter(purpose=q.purpose, status=Status.ACTIVE, expires_at__gt=now).filter(
-        Q(valid_from__isnull=True) | Q(valid_from__lte=now),
-        Q(valid_to__isnull=True) | Q(valid_to__gt=now),
+    optionally one subject and some kinds, active, unexpired, valid now (`Scope.filters`)."""
+    return records.filter(Scope.filters(purpose=q.purpose, now=now, subject=q.subject or None, kind_ids=kind_ids(q.kinds)))
+
+
+def kind_ids(names: list[str] | None) -> tuple[int, ...] | None:
+    """The ids of the kinds named (None: no kinds asked for, so any kind)."""
+    return tuple(MemoryKind.objects.filter(name__in=names).values_list("pk", flat=True)) if names else None
+
+
+def recall_scope(agent: Agent, q: RecallQuery, *, now: datetime) -> Scope:
+    """The scope `agent` recalls `q` in at `now`."""
+    return Scope(
+        tenant_id=agent.tenant_id,
+        agent_id=agent.pk,
+        purpose=q.purpose,
+        now=now,
+        subject=q.subject or None,
+        kind_ids=kind_ids(q.kinds),
     )
-    if q.subject:
-        qs = qs.filter(subject=q.subject)
-    if q.kinds:
-        qs = qs.filter(kind__name__in=q.kinds)
-    return qs
-
-
-def recall_candidates(credential: AgentCredential, q: RecallQuery, *, now: datetime) -> QuerySet[MemoryRecord]:
-    """The hard filters for an agent token, as one scoped database query."""
-    return hard_filters(records_in_scope(Actor.for_credential(credential)), q, now=now)
 
 
 def recall(
@@ -153,14 +170,9 @@ def recall(
         )
     now = now or timezone.now()
     with RECALL_LATENCY.time():
-        result = _recall(
-            agent=credential.agent,
-            candidates=recall_candidates(credential, q, now=now),
-            q=q,
-            now=now,
-            index=index,
-            mark_used=True,
-        )
+        scope = recall_scope(credential.agent, q, now=now)
+        candidates = records_in_scope(Actor.for_credential(credential)).filter(scope.q())
+        result = _recall(scope=scope, candidates=candidates, q=q, index=index, mark_used=True)
     RECALL_ITEMS.observe(len(result.items))
     return result
 
@@ -170,24 +182,19 @@ def recall_for_agent(
 ) -> RecallResult:
     """What `agent` would recall for `q`, with the same hard filters but no token (so no purpose
     check): for golden runs and reviewer tools. Does not mark records used unless asked."""
-    now = now or timezone.now()
-    candidates = hard_filters(MemoryRecord.objects.filter(tenant_id=agent.tenant_id, agent_id=agent.pk), q, now=now)
-    return _recall(agent=agent, candidates=candidates, q=q, now=now, index=index, mark_used=mark_used)
+    scope = recall_scope(agent, q, now=now or timezone.now())
+    candidates = MemoryRecord.objects.filter(scope.q())
+    return _recall(scope=scope, candidates=candidates, q=q, index=index, mark_used=mark_used)
 
 
 def _recall(
     *,
-    agent: Agent,
+    scope: Scope,
     candidates: QuerySet[MemoryRecord],
     q: RecallQuery,
-    now: datetime,
     index: SearchIndex | str | None,
     mark_used: bool,
 ) -> RecallResult:
-    kind_ids = tuple(MemoryKind.objects.filter(name__in=q.kinds).values_list("pk", flat=True)) if q.kinds else None
-    scope = Scope(
-        tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=q.purpose, now=now, subject=q.subject or None, kind_ids=kind_ids
-    )
     for attempt in (1, 2):
         lexical, similar_index, unavailable = _serving(index, fresh=attempt == 2)
         try:
@@ -206,7 +213,7 @@ def _recall(
             ):
                 raise
     if mark_used:
-        memory_mark_used(record_ids=[item.record.pk for item in result.items], at=now)
+        memory_mark_used(record_ids=[item.record.pk for item in result.items], at=scope.now)
     return result
 
 
@@ -234,18 +241,49 @@ def _fill(
     q: RecallQuery,
     semantic_index: SearchIndex | None = None,
 ) -> RecallResult:
-    """Take ranked rows in batches, load each batch through the hard-filtered query (one query per
-    batch), and fill the budget in rank order."""
-    ranking = rank(index, scope, q.query)
-    rows = iter(ranking)
+    """Rank in two stages, take the rows in batches, load each batch through the hard-filtered query
+    (one query per batch), and fill the budget in rank order above the relevance floor."""
+    settings = Settings.of(index.recipe)
+    periods = named_periods(q.query, now=scope.now)
+    ranking = rank(index, scope, strip_periods(q.query, periods) if settings.strip_periods and periods else q.query)
+    rows: Iterator[Ranked] = iter(ranking)
     result = RecallResult(index=index.name, terms=ranking.terms)
+    fused = None
     if semantic_index is not None:
         similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH)
-        rows = fusion.fuse(rows, similarity, now=scope.now)
+        if similarity.top:
+            fused = fusion.Fusion(rows, similarity, now=scope.now)
+            rows = iter(fused)
         result.semantic = semantic_index.name
-    fill_budget(result, rows, q, load=candidates.in_bulk)
+    rows, result.min_relevance = second_stage(
+        rows, index=index, scope=scope, q=q, records=ScopedRecords(candidates), idfs=ranking.idfs, periods=periods, fused=fused
+    )
+    fill_budget(result, rows, q, load=candidates.in_bulk, floor=result.min_relevance)
     result.candidates = ranking.scope_size
     return result
+
+
+def second_stage(
+    rows: Iterator[Ranked],
+    *,
+    index: SearchIndex,
+    scope: Scope,
+    q: RecallQuery,
+    records: Records,
+    idfs: Mapping[str, float],
+    periods: list[Period] | None = None,
+    fused: fusion.Fusion | None = None,
+) -> tuple[Iterator[Ranked], float]:
+    """(the first stage's `rows` re-ranked by the second stage, the relevance floor to fill with):
+    the lexical `index`'s recipe sets both, `records` are the scope's (live recall: `ScopedRecords`
+    over the hard-filtered query; as-of recall: `ListedRecords` over the rows it reconstructed),
+    `idfs` the query terms' idf in the collection (`Ranking.idfs`, filled as the rows are read)."""
+    settings = Settings.of(index.recipe)
+    periods = named_periods(q.query, now=scope.now) if periods is None else periods
+    mode = "lexical" if fused is None else "hybrid"
+    floor = settings.min_relevance[mode] if q.min_relevance is None else q.min_relevance
+    query = Query(idfs=idfs, periods=periods, mode=mode)
+    return rerank(rows, settings=settings, query=query, records=records, now=scope.now, fusion=fused, floor=floor), floor
 
 
 def fill_budget(
@@ -253,11 +291,13 @@ def fill_budget(
     rows: Iterator[Ranked],
     q: RecallQuery,
     load: Callable[[list[uuid.UUID]], Mapping[uuid.UUID, MemoryRecord]],
+    floor: float = 0.0,
 ) -> None:
-    """Fill `result` from ranked `rows` in rank order: each batch of rows is loaded with `load`
-    (record id -> record; a row it does not return is skipped), an item that does not fit the
-    token budget is skipped and counted. Also used by as-of recall (`memory.asof`), so both fill
-    alike."""
+    """Fill `result` from ranked `rows` in rank order: a row whose relevance is under `floor` is
+    skipped and counted (`below_floor`) without being loaded; each batch of the others is loaded
+    with `load` (record id -> record; a row it does not return is skipped), an item that does not
+    fit the token budget is skipped and counted. Also used by as-of recall (`memory.asof`), so
+    both fill alike."""
     remaining = q.token_budget
     # The first batch is what a full answer needs (most recalls load nothing more); later ones are
     # larger, since rows are being skipped.
@@ -271,8 +311,10 @@ def fill_budget(
         batch_size = max(2 * q.limit, 20)
         if not batch:
             break
-        records = load([row.record_id for row in batch])
-        for row in batch:
+        kept = [row for row in batch if row.relevance is None or row.relevance >= floor]
+        result.below_floor += len(batch) - len(kept)
+        records = load([row.record_id for row in kept]) if kept else {}
+        for row in kept:
             record = records.get(row.record_id)
             if record is None:  # the index holds a record the hard filters refuse: they decide
                 continue
@@ -314,5 +356,10 @@ def _item(record: MemoryRecord, row: Ranked) -> RecallItem:
     parts = {name: round(value, 4) for name, value in row.parts.items()}
     context = context_line(record)
     return RecallItem(
-        record=record, score=round(sum(parts.values()), 4), score_parts=parts, tokens=estimate_tokens(context), context=context
+        record=record,
+        score=round(sum(parts.values()), 4),
+        score_parts=parts,
+        tokens=estimate_tokens(context),
+        context=context,
+        relevance=None if row.relevance is None else round(row.relevance, 4),
     )

@@ -496,6 +496,14 @@ class RecallQuerySerializer(StrictSerializer):
         max_value=1_000_000,
         help_text="Fill at most this many (estimated) tokens, in rank order.",
     )
+    min_relevance = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=1,
+        help_text="Leave out items whose relevance is under this (0 to 1; 0 keeps every item). "
+        "Default: the serving index's recipe. The response counts them in below_floor.",
+    )
     tenant = StrictCharField(
         required=False, allow_null=True, help_text="Agents: optional, must be the token's tenant. Reviewers: required with as_of."
     )

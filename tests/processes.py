@@ -68,6 +68,9 @@ class CeleryStack:
             "JOB_PRUNE_INTERVAL": "0",
             "JOB_GOLDEN_RECALL_INTERVAL": "0",
             "JOB_ALERTS_INTERVAL": "0",
+            # No semantic index built behind a test's back, no model loaded unless a test asks.
+            "SEMANTIC_AUTO_INDEX": "false",
+            "SEMANTIC_LOAD_AT_START": "false",
         }
 
     @property

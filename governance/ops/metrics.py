@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.django import PrometheusDjangoView
 
-from governance.selectors import queue_stats
+from governance.review.selectors import queue_stats
 from memory.actors import Actor
 
 

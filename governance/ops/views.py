@@ -1,26 +1,27 @@
 """Operations endpoints. `GET /health/` (no auth): 200 when the database answers, the broker
-accepts a connection and every scheduled job has succeeded recently enough; else 503 naming the
-failing checks. A job is stale when its last successful beat run is older than
-JOB_STALE_AFTER_FACTOR x its interval + JOB_STALE_GRACE_SECONDS; a job that never succeeded is
-measured from the first run beat ever recorded. Errors are reported by class only: the endpoint is
-public and exception texts can carry hosts or row values."""
+accepts a connection and every scheduled job has succeeded recently enough (governance.jobs.health);
+else 503 naming the failing checks. Errors are reported by class only: the endpoint is public and
+exception texts can carry hosts or row values.
+
+The body also says what answers recall in the web process that served it (`recall`: "hybrid" or
+"lexical", the active indexes, whether this process holds the semantic model, and why recall is
+lexical when it is; `memory.search.semantic.serving_report`). That is information, not a check:
+lexical recall is recall working, so it never turns the status to "fail"."""
 
 import logging
 import time
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Min
 from django.http import HttpRequest, JsonResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from kombu import Connection
 
-from governance.jobs.schedule import scheduled_intervals
-from governance.models import JobRun
+from governance.jobs.health import check_scheduler
+from memory.engine import current
+from memory.search import semantic
 
 logger = logging.getLogger("governance.ops")
 
@@ -35,15 +36,17 @@ _STARTED = time.monotonic()
 def health(request: HttpRequest) -> JsonResponse:
     checks = {"database": check_database(), "broker": check_broker(), "scheduler": check_scheduler()}
     failing = [name for name, result in checks.items() if not result["ok"]]
+    body: dict[str, Any]
     if failing == ["scheduler"] and starting_up(checks["scheduler"]):
         body = {
             "status": "starting",
             "checks": checks,
+            "recall": recall_serving(),
             "note": "The scheduled jobs have not all run yet since the service started; this is normal for "
             f"the first {settings.HEALTH_STARTUP_GRACE_SECONDS:g} seconds.",
         }
         return JsonResponse(body, status=200)
-    body: dict[str, Any] = {"status": "fail" if failing else "ok", "checks": checks}
+    body = {"status": "fail" if failing else "ok", "checks": checks, "recall": recall_serving()}
     if failing:
         body["failing"] = failing
         logger.warning("health check failing", extra={"failing": failing})
@@ -57,14 +60,21 @@ def starting_up(scheduler: dict[str, Any]) -> bool:
     return all(job["ok"] or job["last_success_at"] is None for job in scheduler["jobs"].values())
 
 
+def recall_serving() -> dict[str, Any]:
+    """What answers recall here (`semantic.serving_report`); with the database down, only the error's class."""
+    try:
+        return semantic.serving_report()
+    except Exception as exc:
+        return {"error": type(exc).__name__}
+
+
 def check_database() -> dict[str, Any]:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        engine = current()
+        engine.ops.ping(connection)
     except Exception as exc:
         return {"ok": False, "error": type(exc).__name__}
-    return {"ok": True, "vendor": connection.vendor}
+    return {"ok": True, "vendor": engine.NAME}
 
 
 def check_broker() -> dict[str, Any]:
@@ -72,42 +82,9 @@ def check_broker() -> dict[str, Any]:
     transport_options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "socket_timeout": timeout, "socket_connect_timeout": timeout}
     try:
         with Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout, transport_options=transport_options) as broker:
-            broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)
+            # kombu takes seconds as a float here; its stubs say int
+            broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)  # type: ignore[arg-type]
             transport = broker.transport.driver_type
     except Exception as exc:
         return {"ok": False, "error": type(exc).__name__}
     return {"ok": True, "transport": transport}
-
-
-def check_scheduler(now: datetime | None = None) -> dict[str, Any]:
-    now = now or timezone.now()
-    try:
-        scheduled = scheduled_intervals()  # what beat runs now: the schedule admins edit
-        beat_runs = JobRun.objects.filter(trigger="beat")
-        first_seen = beat_runs.aggregate(first=Min("started_at"))["first"]
-        last_success = {
-            job: beat_runs.filter(job=job, status=JobRun.Status.SUCCEEDED)
-            .order_by("-started_at")
-            .values_list("finished_at", flat=True)
-            .first()
-            for job in scheduled
-        }
-    except Exception as exc:
-        return {"ok": False, "error": type(exc).__name__}
-    jobs = {}
-    for job, interval in scheduled.items():
-        stale_after = settings.JOB_STALE_AFTER_FACTOR * interval + settings.JOB_STALE_GRACE_SECONDS
-        succeeded_at = last_success[job]
-        since = succeeded_at or first_seen
-        age = (now - since).total_seconds() if since else None
-        jobs[job] = {
-            "interval_seconds": interval,
-            "last_success_at": succeeded_at.isoformat() if succeeded_at else None,
-            "age_seconds": round(age, 1) if age is not None else None,
-            "stale_after_seconds": stale_after,
-            "ok": age is not None and age <= stale_after,
-        }
-    result: dict[str, Any] = {"ok": all(job["ok"] for job in jobs.values()), "jobs": jobs}
-    if first_seen is None and scheduled:
-        result["error"] = "no scheduled run has been recorded yet"
-    return result

@@ -1,7 +1,10 @@
 """`GET /api/v1/indexes/` (reviewers): every search index with its recipe, status, inputs,
-coverage and the golden-recall gate's verdict from its last promotion attempt, and whether this
+coverage and the golden-recall gate's verdict from its last promotion attempt, whether this
 server can use it (`available`, `unavailable_reason`: a semantic index needs the `semantic` extra
-where recall runs; without it recall is lexical).
+where recall runs; without it recall is lexical), and what answers recall in the process that
+served the list: `serving` (the index takes part in live recall now) and, for a semantic index,
+`model_loaded` (this process holds the model). /health/ says the same for the whole process,
+including why no semantic index serves when there is none.
 
 Indexes span tenants, and so do their figures: a reviewer sees only the tenants they review (a
 superuser sees all). A gate report lists tenants by slug and shows only their entries;
@@ -20,7 +23,7 @@ from memory.api.permissions import IsReviewer
 from memory.api.views import PROBLEMS
 from memory.models import Status, Tenant
 from memory.search import semantic
-from memory.search.models import IndexKind, SearchIndex
+from memory.search.models import IndexKind, IndexStatus, SearchIndex
 from memory.selectors import records_in_scope
 
 
@@ -47,6 +50,14 @@ class SearchIndexSerializer(serializers.ModelSerializer):
         help_text="Whether this server can rank with the index (a semantic index needs the `semantic` extra installed)."
     )
     unavailable_reason = serializers.SerializerMethodField(help_text="Why not, when it cannot; recall is lexical then.")
+    serving = serializers.SerializerMethodField(
+        help_text="Whether the index takes part in live recall in this process now: the active lexical index, and "
+        "the active semantic index when it is available here (recall is then hybrid)."
+    )
+    model_loaded = serializers.SerializerMethodField(
+        help_text="A semantic index: whether this process holds the model (loaded at start, so no request waits "
+        "for it). Null for a lexical index."
+    )
 
     class Meta:
         model = SearchIndex
@@ -64,6 +75,8 @@ class SearchIndexSerializer(serializers.ModelSerializer):
             "golden",
             "available",
             "unavailable_reason",
+            "serving",
+            "model_loaded",
         ]
 
     def get_promotion(self, index: SearchIndex) -> dict | None:
@@ -75,6 +88,12 @@ class SearchIndexSerializer(serializers.ModelSerializer):
 
     def get_unavailable_reason(self, index: SearchIndex) -> str | None:
         return semantic.unavailable_reason(index) if index.kind == IndexKind.SEMANTIC else None
+
+    def get_serving(self, index: SearchIndex) -> bool:
+        return index.status == IndexStatus.ACTIVE and self.get_available(index)
+
+    def get_model_loaded(self, index: SearchIndex) -> bool | None:
+        return semantic.model_loaded() if index.kind == IndexKind.SEMANTIC else None
 
     def to_representation(self, index: SearchIndex) -> dict:
         data = super().to_representation(index)

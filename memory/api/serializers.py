@@ -93,7 +93,13 @@ class RecallItemSerializer(serializers.Serializer):
     score = serializers.FloatField()
     score_parts = serializers.DictField(
         child=serializers.FloatField(),
-        help_text="Every part of the score by name (lexical, semantic, fusion, authority, confidence, recency); score is their sum.",
+        help_text="Every part of the score by name (lexical, semantic, fusion, authority, confidence, recency, "
+        "neighbour, time); score is their sum.",
+    )
+    relevance = serializers.FloatField(
+        allow_null=True,
+        help_text="How likely the memory answers the query, in [0, 1]: calibrated, comparable across the queries of one "
+        "index. Items under the request's min_relevance are left out. Null where recall did not judge it (as_of).",
     )
     tokens = serializers.IntegerField()
     # DRF's metaclass takes declared fields off the class, so this name does not hide Field.context
@@ -119,6 +125,7 @@ class RecallItemSerializer(serializers.Serializer):
             "expires_at": _timestamp(record.expires_at),
             "score": item.score,
             "score_parts": item.score_parts,
+            "relevance": item.relevance,
             "tokens": item.tokens,
             "context": item.context,
         }
@@ -136,6 +143,11 @@ class RecallResponseSerializer(serializers.Serializer):
     items = RecallItemSerializer(many=True)
     tokens_used = serializers.IntegerField()
     omitted_for_budget = serializers.IntegerField()
+    below_floor = serializers.IntegerField(
+        help_text="Ranked candidates left out because their relevance was under the floor. No items and a "
+        "count here: nothing relevant was found, which is an answer."
+    )
+    min_relevance = serializers.FloatField(help_text="The relevance floor applied: the request's, else the index recipe's.")
 
 
 class ProblemSerializer(serializers.Serializer):

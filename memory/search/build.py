@@ -15,6 +15,9 @@
 - `ensure_active_index` gives recall an index when none of the kind exists (a new database, or a
   test database after a flush): the default recipe, built at once, active without gates (there is
   nothing to compare it with).
+- `ensure_semantic_index` requests the semantic index an install with the `semantic` extra should
+  have and never had (`bin/run` builds it before the demo starts; the worker queues its build when
+  it starts): an ordinary request, built, gated and promoted like any other.
 
 Every status change saves the row with a history reason (`index.build`, `index.promote`, ...).
 The Celery task `memory.tasks.build_search_index` and `manage.py rebuild_index` call
@@ -27,9 +30,11 @@ import re
 import time
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from memory.engine import current
 from memory.errors import Conflict, RecordNotFound, ValidationFailed
 from memory.models import MemoryRecord, Status
 from memory.search import storage
@@ -39,7 +44,8 @@ from memory.search.recipes import lexical_recipe
 
 logger = logging.getLogger("memory.search")
 
-DEFAULT_NAME = {IndexKind.LEXICAL: "lexical-default"}
+DEFAULT_NAME: dict[str, str] = {IndexKind.LEXICAL: "lexical-default"}
+AUTO_SEMANTIC_NAME = "semantic"  # the semantic index an install with the extra gets (`ensure_semantic_index`)
 SUCCESSOR = re.compile(r"-r\d{14}$")  # the suffix of an index built to replace the one it is named after
 
 
@@ -147,13 +153,14 @@ def build_index(index_id: int, *, actor: str = "system", encode=None) -> SearchI
         )
         raise
     eligible = MemoryRecord.objects.filter(status=Status.ACTIVE).count()
-    build = {"records": held, "seconds": round(time.monotonic() - started, 3), "database": connection.vendor}
+    build = {"records": held, "seconds": round(time.monotonic() - started, 3), "database": current().NAME}
     return _set(
         index,
         reason="index.build",
         actor=actor,
         status=IndexStatus.CANDIDATE,
         built_at=timezone.now(),
+        storage_version=storage.storage_version(),
         inputs={"records": held, "up_to": up_to.isoformat()},
         coverage=min(1.0, held / eligible) if eligible else 1.0,
         report={**index.report, "build": build},
@@ -283,9 +290,7 @@ def ensure_active_index(kind: str = IndexKind.LEXICAL) -> SearchIndex:
     if kind not in DEFAULT_NAME:
         raise Conflict(f"No active {kind} index.", code="no_active_index")
     with transaction.atomic():
-        if connection.vendor == "postgresql":  # one bootstrap at a time
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext('memory.search.bootstrap'))")
+        current().search.lock_bootstrap()  # one bootstrap at a time
         active = SearchIndex.objects.filter(kind=kind, status=IndexStatus.ACTIVE).first()
         if active is not None:
             return active
@@ -316,6 +321,29 @@ def ensure_active_index(kind: str = IndexKind.LEXICAL) -> SearchIndex:
         )
 
 
+def ensure_semantic_index(*, actor: str = "system") -> SearchIndex | None:
+    """The semantic index this install should have and has never had, requested now (status
+    `building`, named AUTO_SEMANTIC_NAME; the caller builds it, through the gates like any other:
+    `build_and_promote`, or the task `memory.tasks.build_search_index`), or None. Requested only
+    when settings.SEMANTIC_AUTO_INDEX is on, the `semantic` extra is installed in this process and
+    no semantic index exists in any status: a retired one means an operator switched semantic
+    recall off (`retire_index`) or its build failed (its report says why), and either stays their
+    decision; a building or candidate one is on its way, or held back by its gates."""
+    from memory.search.semantic import extra_missing
+
+    if not settings.SEMANTIC_AUTO_INDEX or extra_missing() is not None:
+        return None
+    with transaction.atomic():
+        current().search.lock_bootstrap()  # one request at a time (SQLite: its one writer)
+        if SearchIndex.objects.filter(kind=IndexKind.SEMANTIC).exists():
+            return None
+        try:
+            return request_rebuild(name=AUTO_SEMANTIC_NAME, kind=IndexKind.SEMANTIC, actor=actor)
+        except (Conflict, ValidationFailed) as exc:  # the name is taken (another kind's, or a race lost)
+            logger.warning("semantic index not requested", extra={"index": AUTO_SEMANTIC_NAME, "reason": type(exc).__name__})
+            return None
+
+
 def serving_index(index: SearchIndex | str | None = None, *, kind: str = IndexKind.LEXICAL) -> SearchIndex:
     """The index a recall reads: the one given (an instance or a name), or the active one of `kind`.
     An index that is still building, or retired, cannot answer."""
@@ -331,11 +359,21 @@ def serving_index(index: SearchIndex | str | None = None, *, kind: str = IndexKi
     return index
 
 
+def _migrations_pending() -> bool:
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
 def repair_storage(**kwargs) -> list[str]:
     """Rebuild every stored index whose tables or triggers are missing; returns their names.
     Connected to post_migrate: on SQLite a migration that rebuilds the records table drops the
     triggers with it, and an index that silently stopped following the records would rank
-    from stale data."""
+    from stale data. Skipped while migrations are pending (a `migrate` to an earlier one): the
+    index table may not have the model's newest columns yet; the last `migrate` repairs."""
+    if _migrations_pending():
+        return []
     repaired = []
     for index in SearchIndex.objects.filter(status__in=[IndexStatus.BUILDING, IndexStatus.CANDIDATE, IndexStatus.ACTIVE]):
         if index.status == IndexStatus.BUILDING:
@@ -349,6 +387,12 @@ def repair_storage(**kwargs) -> list[str]:
             held = vectors.repair_storage(index.storage_name)
         else:
             held = storage.build_storage(index.storage_name, index.recipe)
-        _set(index, reason="index.repair", actor="system", inputs={"records": held, "up_to": timezone.now().isoformat()})
+        _set(
+            index,
+            reason="index.repair",
+            actor="system",
+            inputs={"records": held, "up_to": timezone.now().isoformat()},
+            storage_version=storage.storage_version(),
+        )
         repaired.append(index.name)
     return repaired

@@ -27,10 +27,14 @@ pool (more than `limit` ever needs, unless the hard filters refuse many) the lex
 continues, with no fused relevance. A record whose vector is still pending gets no semantic share
 (and `semantic` 0). With nothing to compare (no vector in the scope, an empty
 query) the lexical ranking is returned as it is.
+
+`Fusion.fused_row` fuses a record from outside the pool on the pool's scale (the second stage,
+`memory.search.rerank`, brings in a candidate's neighbours that way).
 """
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
@@ -49,42 +53,76 @@ def _row(record_id: uuid.UUID, lexical: float, cosine: float, fused: float, prio
     return Ranked(record_id=record_id, parts=parts, confirmed=confirmed)
 
 
+@dataclass(frozen=True)
+class Scale:
+    """How a pool puts its two scores on one scale: BM25 over the pool's best, the cosine min-max
+    scaled over the pool (below the pool's lowest: 0)."""
+
+    best: float
+    low: float
+    spread: float
+
+    def relevance(self, bm25: float, cosine: float | None) -> float:
+        semantic = 0.0 if cosine is None else max(0.0, (cosine - self.low) / self.spread)
+        return WEIGHT * (ALPHA * bm25 / self.best + (1 - ALPHA) * semantic)
+
+
+class Fusion:
+    """The fused ranking of `lexical` (the lexical ranking, in its order) and `similarity`, read by
+    iterating; `scale` is the pool's once the first row is out (None: nothing to fuse)."""
+
+    def __init__(self, lexical: Iterator[Ranked], similarity: Similarity, *, now: datetime, depth: int = DEPTH) -> None:
+        self.lexical, self.similarity, self.now, self.depth = lexical, similarity, now, depth
+        self.scale: Scale | None = None
+
+    def fused_row(self, record_id: uuid.UUID, bm25: float, prior: dict[str, float], confirmed: float) -> Ranked:
+        """A record from outside the pool, fused on the pool's scale (its cosine looked up)."""
+        cosine = self.similarity.cosine(record_id)
+        relevance = self.scale.relevance(bm25, cosine) if self.scale is not None else bm25
+        return _row(record_id, bm25, cosine or 0.0, relevance, prior, confirmed)
+
+    def __iter__(self) -> Iterator[Ranked]:
+        similarity, lexical = self.similarity, self.lexical
+        if not similarity.top:
+            yield from lexical
+            return
+        head = list(islice(lexical, self.depth))
+        # record id -> (bm25, cosine or None while its vector is pending, priors, confirmed)
+        pool: dict[uuid.UUID, tuple[float, float | None, dict, float]] = {}
+        for row in head:
+            pool[row.record_id] = (
+                row.parts["lexical"],
+                similarity.cosine(row.record_id),
+                {name: row.parts[name] for name in PRIORS},
+                row.confirmed,
+            )
+        for hit in similarity.top[: self.depth]:
+            if hit.record_id not in pool:
+                pool[hit.record_id] = (
+                    0.0,
+                    hit.cosine,
+                    priors(hit.authority, hit.confidence, hit.confirmed_at, self.now),
+                    hit.confirmed_at.timestamp(),
+                )
+        cosines = [cosine for _, cosine, _, _ in pool.values() if cosine is not None]
+        low = min(cosines)
+        self.scale = scale = Scale(
+            best=max(bm25 for bm25, _, _, _ in pool.values()) or 1.0, low=low, spread=(max(cosines) - low) or 1.0
+        )
+        fused = []
+        for record_id, (bm25, cosine, prior, confirmed) in pool.items():
+            relevance = scale.relevance(bm25, cosine)
+            fused.append((_row(record_id, bm25, cosine or 0.0, relevance, prior, confirmed), relevance))
+        fused.sort(key=lambda item: (-item[0].score, -item[1], -item[0].confirmed, str(item[0].record_id)))
+        yield from (row for row, _ in fused)
+        for row in lexical:
+            if row.record_id not in pool:
+                cosine = similarity.cosine(row.record_id) or 0.0
+                yield _row(
+                    row.record_id, row.parts["lexical"], cosine, 0.0, {name: row.parts[name] for name in PRIORS}, row.confirmed
+                )
+
+
 def fuse(lexical: Iterator[Ranked], similarity: Similarity, *, now: datetime) -> Iterator[Ranked]:
     """The fused ranking of `lexical` (the lexical ranking, in its order) and `similarity`."""
-    if not similarity.top:
-        yield from lexical
-        return
-    head = list(islice(lexical, DEPTH))
-    # record id -> (bm25, cosine or None while its vector is pending, priors, confirmed)
-    pool: dict[uuid.UUID, tuple[float, float | None, dict, float]] = {}
-    for row in head:
-        pool[row.record_id] = (
-            row.parts["lexical"],
-            similarity.cosine(row.record_id),
-            {name: row.parts[name] for name in PRIORS},
-            row.confirmed,
-        )
-    for hit in similarity.top[:DEPTH]:
-        if hit.record_id not in pool:
-            pool[hit.record_id] = (
-                0.0,
-                hit.cosine,
-                priors(hit.authority, hit.confidence, hit.confirmed_at, now),
-                hit.confirmed_at.timestamp(),
-            )
-    best = max(bm25 for bm25, _, _, _ in pool.values()) or 1.0
-    cosines = [cosine for _, cosine, _, _ in pool.values() if cosine is not None]
-    low, spread = min(cosines), (max(cosines) - min(cosines)) or 1.0
-    fused = []
-    for record_id, (bm25, cosine, prior, confirmed) in pool.items():
-        semantic = 0.0 if cosine is None else (cosine - low) / spread
-        relevance = WEIGHT * (ALPHA * bm25 / best + (1 - ALPHA) * semantic)
-        fused.append((_row(record_id, bm25, cosine or 0.0, relevance, prior, confirmed), relevance))
-    fused.sort(key=lambda item: (-item[0].score, -item[1], -item[0].confirmed, str(item[0].record_id)))
-    yield from (row for row, _ in fused)
-    for row in lexical:
-        if row.record_id not in pool:
-            cosine = similarity.cosine(row.record_id) or 0.0
-            yield _row(
-                row.record_id, row.parts["lexical"], cosine, 0.0, {name: row.parts[name] for name in PRIORS}, row.confirmed
-            )
+    return iter(Fusion(lexical, similarity, now=now))

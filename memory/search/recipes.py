@@ -10,6 +10,21 @@ Lexical recipe (BM25):
 - `k1` (term-frequency saturation, 0 to 5) and `b` (length normalisation, 0 to 1).
 The derived `analyser` names what each database runs for that choice.
 
+The lexical recipe also holds recall's second stage (`memory.search.rerank`), fitted on the dev part
+of the recall evaluation (`bench/recall_eval/fit.py`), since the lexical index serves every recall:
+- `rerank_depth` (1 to 500): the first stage's rows the second stage re-ranks.
+- `neighbour_window` (0 to 5 records; 0: off) and `neighbour_weight` (0 to 1): how far along its
+  session a record looks for a strongly matching neighbour, and the share of that neighbour's match
+  it gains.
+- `time_weight` (0 to 2): what a record observed or valid in a period the query names gains, as a
+  share of the best match; `strip_periods` (true/false): whether those date words leave the lexical
+  query.
+- `relevance`: the calibration of each item's `relevance`, per mode ("lexical", "hybrid"): a
+  logistic function's bias and one weight per feature (coverage, cosine, neighbour); and
+  `min_relevance`, the floor a recall applies unless it names its own, per mode (0 to 1; one number
+  sets both).
+An index stored before these keys existed reads the defaults for them (`second_stage`).
+
 Semantic recipe: model, version, dims and normalisation of the packaged embedding model
 (`memory.search.semantic.semantic_recipe`).
 """
@@ -48,9 +63,33 @@ ANALYSERS = {
 # 59.5/61.9 and hybrid from 63.7/69.8 to 68.8/76.3, better both where the question shares words
 # with its answer and where it does not (docs/recall-eval.md). With b = 0 and most terms occurring
 # once, k1 hardly matters; it still saturates repeats.
-LEXICAL_DEFAULTS: dict[str, Any] = {"stemmer": "english", "stop_words": "english", "k1": 1.2, "b": 0.0}
+BM25_DEFAULTS: dict[str, Any] = {"stemmer": "english", "stop_words": "english", "k1": 1.2, "b": 0.0}
+
+# The second stage's defaults: what `bench/recall_eval/fit.py` chose on the dev part (docs/recall.md).
+RELEVANCE_FEATURES = ("coverage", "cosine", "neighbour")
+SECOND_STAGE_DEFAULTS: dict[str, Any] = {
+    "rerank_depth": 50,
+    "neighbour_window": 2,
+    "neighbour_weight": 0.1,
+    "time_weight": 0.3,
+    "strip_periods": False,
+    "min_relevance": {"lexical": 0.004, "hybrid": 0.0002},
+    "relevance": {
+        "lexical": {"bias": -6.137, "coverage": 9.672, "neighbour": 0.0},
+        "hybrid": {"bias": -10.687, "coverage": 7.081, "cosine": 10.677, "neighbour": 0.0},
+    },
+}
+LEXICAL_DEFAULTS: dict[str, Any] = {**BM25_DEFAULTS, **SECOND_STAGE_DEFAULTS}
 LEXICAL_KEYS = frozenset(LEXICAL_DEFAULTS)
-BOUNDS = {"k1": (0.0, 5.0), "b": (0.0, 1.0)}
+BOUNDS = {
+    "k1": (0.0, 5.0),
+    "b": (0.0, 1.0),
+    "neighbour_weight": (0.0, 1.0),
+    "time_weight": (0.0, 2.0),
+}
+INTEGER_BOUNDS = {"rerank_depth": (1, 500), "neighbour_window": (0, 5)}
+RELEVANCE_MODES = ("lexical", "hybrid")
+COEFFICIENT_MAX = 100.0
 
 
 def lexical_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -74,10 +113,59 @@ def lexical_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
             errors[key] = [f"A number from {low:g} to {high:g}."]
         else:
             recipe[key] = float(value)
+    for key, (low, high) in INTEGER_BOUNDS.items():
+        value = recipe[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            errors[key] = [f"A whole number from {low} to {high}."]
+    if not isinstance(recipe["strip_periods"], bool):
+        errors["strip_periods"] = ["true or false."]
+    floors, problem = _floors(recipe["min_relevance"])
+    if problem:
+        errors["min_relevance"] = [problem]
+    recipe["min_relevance"] = floors
+    relevance, problem = _relevance(recipe["relevance"])
+    if problem:
+        errors["relevance"] = [problem]
+    recipe["relevance"] = relevance
     if errors:
         raise ValidationFailed("The index recipe is invalid.", errors=errors)
     recipe["analyser"] = dict(ANALYSERS[recipe["stemmer"]])
     return recipe
+
+
+def _floors(given: Any) -> tuple[dict[str, float], str | None]:
+    """The floor per mode given (one number: both), or why it is invalid."""
+    if not isinstance(given, dict):
+        given = dict.fromkeys(RELEVANCE_MODES, given)
+    if set(given) != set(RELEVANCE_MODES):
+        return {}, f"A number from 0 to 1, or one per mode ({', '.join(RELEVANCE_MODES)})."
+    for value in given.values():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            return {}, "A number from 0 to 1, or one per mode."
+    return {mode: float(given[mode]) for mode in RELEVANCE_MODES}, None
+
+
+def _relevance(given: Any) -> tuple[dict[str, dict[str, float]], str | None]:
+    """The relevance calibration given (a mode missing takes its default), or why it is invalid."""
+    if not isinstance(given, dict) or set(given) - set(RELEVANCE_MODES):
+        return {}, f"An object with the modes {', '.join(RELEVANCE_MODES)}."
+    complete = {}
+    for mode in RELEVANCE_MODES:
+        coefficients = given.get(mode, SECOND_STAGE_DEFAULTS["relevance"][mode])
+        allowed = {"bias", *RELEVANCE_FEATURES}
+        if not isinstance(coefficients, dict) or set(coefficients) - allowed or "bias" not in coefficients:
+            return {}, f"{mode}: an object with a bias and weights for {', '.join(RELEVANCE_FEATURES)}."
+        for value in coefficients.values():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not abs(value) <= COEFFICIENT_MAX:
+                return {}, f"{mode}: numbers from {-COEFFICIENT_MAX:g} to {COEFFICIENT_MAX:g}."
+        complete[mode] = {name: float(value) for name, value in coefficients.items()}
+    return complete, None
+
+
+def second_stage(recipe: dict[str, Any]) -> dict[str, Any]:
+    """The second stage's settings of a stored recipe: an index built before they existed reads
+    the defaults for the keys it lacks."""
+    return {key: recipe.get(key, default) for key, default in SECOND_STAGE_DEFAULTS.items()}
 
 
 def stop_words(recipe: dict[str, Any]) -> frozenset[str]:

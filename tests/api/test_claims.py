@@ -137,9 +137,11 @@ def test_recall_items_carry_provenance_score_parts_and_a_dated_context_line(api_
         "expires_at",
         "score",
         "score_parts",
+        "relevance",
         "tokens",
         "context",
     }
+    assert 0 < item["relevance"] <= 1
     assert item["id"] == record["id"] and item["provenance"] == record["provenance"]
     assert set(item["score_parts"]) == {"lexical", "authority", "confidence", "recency"}
     assert item["score"] == pytest.approx(sum(item["score_parts"].values()), abs=1e-3)

@@ -52,6 +52,9 @@ def test_a_user_turn_is_remembered_active_and_recalled_as_one_prompt_block(clien
     assert item.context.startswith("[preference | user | confirmed ")
     assert item.context.endswith("] Acme prefers email over phone.")
     assert client.recall("nothing like this at all", purpose="support", subject="customer/zed").to_prompt() == ""
+    assert item.relevance is not None and 0 < item.relevance <= 1 and result.min_relevance is not None
+    strict = client.recall("how does acme want to be contacted", purpose="support", min_relevance=1.0)
+    assert strict.items == () and strict.below_floor == 1 and strict.min_relevance == 1.0
 
 
 def test_each_provenance_helper_picks_an_authority_the_server_accepts_and_untrusted_sources_await_review(client):

@@ -96,6 +96,9 @@ def test_recall_reads_whatever_score_parts_the_server_names_and_renders_one_prom
     assert "not instructions" in header
     assert first == f"- (verified) {item['context']}" and second == f"- {item['context']}"
     assert result.to_prompt(header=None, with_trust=False).splitlines() == [f"- {item['context']}"] * 2
+    assert result.items[0].relevance is None and (result.below_floor, result.min_relevance) == (0, None)  # an older server
+    rated = RecallResult.from_json({"items": [{**item, "relevance": 0.25}], "below_floor": 3, "min_relevance": 0.004})
+    assert (rated.items[0].relevance, rated.below_floor, rated.min_relevance) == (0.25, 3, 0.004)
 
 
 def test_each_provenance_helper_carries_the_authority_of_its_source_into_the_write_body():

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memory.engine.postgres import ranking as postgres_ranking
 from memory.errors import ScopeDenied, ValidationFailed
 from memory.models import MemoryRecord
 from memory.recall import RecallQuery, parse_recall, recall, recall_for_agent
@@ -24,13 +25,21 @@ pytestmark = pytest.mark.django_db
 def small_pages(monkeypatch):
     """Read ranked rows a few at a time, so the paths that read further are taken."""
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
-    monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
-    monkeypatch.setattr(ranking._Postgres, "PAGE_BEST", 1)
-    monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)  # PostgreSQL: choose sources even for a test-sized scope
+    monkeypatch.setattr(postgres_ranking, "PAGE", 3)
+    monkeypatch.setattr(postgres_ranking, "PAGE_BEST", 1)
+    monkeypatch.setattr(postgres_ranking, "SMALL_SCOPE", 0)  # PostgreSQL: choose sources even for a test-sized scope
 
 
 def _recall(credential, **body):
-    return recall(credential=credential, q=parse_recall({"purpose": "support", **body}))
+    """Recall with no relevance floor unless the body names one: most tests here hold the first
+    stage's ranking, and test_relevance_floor.py the floor."""
+    return recall(credential=credential, q=parse_recall({"purpose": "support", "min_relevance": 0, **body}))
+
+
+def _alone(write, **overrides):
+    """A record written outside any session: no neighbours in the second stage, so its rank is the
+    first stage's (BM25 and the priors) alone."""
+    return write(**overrides, provenance={"session_id": None, "turn_id": None})
 
 
 # Within a subject, the statement that scores the records also counts the words among them,
@@ -172,7 +181,7 @@ def _bm25(corpus: list[str], terms: list[str], k1: float, b: float) -> list[floa
 
 @pytest.mark.parametrize("recipe", [{}, {"k1": 1.2, "b": 0.75}], ids=["default recipe", "length-normalised"])
 def test_a_rare_word_outranks_a_common_word_repeated_in_many_records(write, credential, recipe):
-    records = [write(content=text) for text in CORPUS]
+    records = [_alone(write, content=text) for text in CORPUS]
     if recipe:  # the active index rebuilt with this recipe (no golden question holds it back)
         build_and_promote(request_rebuild(name=active_index().name, recipe=recipe).pk)
     index = active_index()
@@ -261,7 +270,7 @@ def test_a_query_of_stop_words_only_is_ranked_by_the_other_parts(write, credenti
 def test_no_query_text_can_break_the_full_text_search(write, credential, query):
     match = write(content="The foo widget is blue.")
     # Straight to recall (the API refuses NUL and lone surrogates before this): never a database error.
-    result = recall(credential=credential, q=RecallQuery(query=query, purpose="support"))
+    result = recall(credential=credential, q=RecallQuery(query=query, purpose="support", min_relevance=0))
     if "foo" in query.replace("ｆｏｏ", "foo"):
         assert result.items[0].record.pk == match.pk
 
@@ -281,7 +290,18 @@ def test_score_parts_name_every_part_and_the_score_is_their_sum(write, credentia
     write(content="Acme wants invoices by email.")
     write(content="Unrelated.")
     for item in _recall(credential, query="invoices").items:
-        assert set(item.score_parts) == {"lexical", "authority", "confidence", "recency"}
+        # the second stage adds `neighbour` (and `time`) only where they add something
+        assert (
+            {"lexical", "authority", "confidence", "recency"}
+            <= set(item.score_parts)
+            <= {
+                "lexical",
+                "authority",
+                "confidence",
+                "recency",
+                "neighbour",
+            }
+        )
         assert item.score == pytest.approx(sum(item.score_parts.values()), abs=1e-9)
 
 
@@ -334,8 +354,8 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
     query = {"query": "roadtrip coast go lunch", "limit": 50}
     full = _recall(credential, **query)
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
-    monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
-    monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)
+    monkeypatch.setattr(postgres_ranking, "PAGE", 3)
+    monkeypatch.setattr(postgres_ranking, "SMALL_SCOPE", 0)
     paged = _recall(credential, **query)
     assert [(i.record.pk, i.score_parts) for i in paged.items] == [(i.record.pk, i.score_parts) for i in full.items]
     scores = [item.score for item in full.items]
@@ -344,7 +364,7 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
     assert any(item.score_parts["lexical"] == 0 for item in full.items)  # non-matches follow, by their priors
 
 
-# PostgreSQL chooses how to find the best rows (ranking._Postgres.sources); each choice must give
+# PostgreSQL chooses how to find the best rows (memory.engine.postgres.ranking.sources); each choice must give
 # the same rows in the same order: the whole scope scored in one statement is the reference (within
 # a subject: with each word's df counted by that statement). (On SQLite, which ranks in one way,
 # the test checks reading a few rows at a time.)
@@ -391,15 +411,16 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
     ]
 
     def ranked(query: str, limit: int, subject: str | None) -> list[tuple]:  # at one moment, so recency cannot move between calls
-        q = parse_recall({"purpose": "support", "query": query, "limit": limit, **({"subject": subject} if subject else {})})
+        body = {"purpose": "support", "query": query, "limit": limit, "min_relevance": 0}
+        q = parse_recall({**body, **({"subject": subject} if subject else {})})
         return [(i.record.pk, i.score_parts) for i in recall(credential=credential, q=q, now=now).items]
 
     reference = {query: ranked(*query) for query in queries}
     monkeypatch.setattr(ranking, "FIRST_FETCH", 2)
-    monkeypatch.setattr(ranking._Postgres, "PAGE", 3)
-    monkeypatch.setattr(ranking._Postgres, "PAGE_BEST", 1)  # a page holds back its two weaker rows
+    monkeypatch.setattr(postgres_ranking, "PAGE", 3)
+    monkeypatch.setattr(postgres_ranking, "PAGE_BEST", 1)  # a page holds back its two weaker rows
     for name, value in STRATEGIES[strategy].items():
-        monkeypatch.setattr(ranking, name, value)
+        monkeypatch.setattr(postgres_ranking, name, value)
     for query in queries:
         assert len(reference[query]) == query[1]
         assert ranked(*query) == reference[query], query
@@ -408,7 +429,7 @@ def test_every_way_postgresql_finds_the_best_rows_gives_the_same_ranking(strateg
 def test_a_record_without_the_words_comes_before_a_weaker_match_when_its_priors_are_higher(write, credential, monkeypatch):
     # The records holding none of the query's words are a source of their own (PostgreSQL walks
     # them by their priors): it must be read before any match it can beat is returned.
-    monkeypatch.setattr(ranking, "SMALL_SCOPE", 0)
+    monkeypatch.setattr(postgres_ranking, "SMALL_SCOPE", 0)
     now = timezone.now()
     weak = write(
         content="Roadtrip planning kept by the agent.",
@@ -422,7 +443,8 @@ def test_a_record_without_the_words_comes_before_a_weaker_match_when_its_priors_
     MemoryRecord.objects.filter(status="quarantined").update(status="active")
     MemoryRecord.objects.update(confirmed_at=now - timedelta(days=200))
     MemoryRecord.objects.filter(pk=strong.pk).update(confirmed_at=now)
-    items = recall(credential=credential, q=parse_recall({"purpose": "support", "query": "roadtrip", "limit": 3}), now=now).items
+    q = parse_recall({"purpose": "support", "query": "roadtrip", "limit": 3, "min_relevance": 0})
+    items = recall(credential=credential, q=q, now=now).items
     assert [item.record.pk for item in items[:2]] == [strong.pk, weak.pk]
     assert items[0].score_parts["lexical"] == 0 < items[1].score_parts["lexical"]
     assert items[0].score > items[1].score > items[2].score
@@ -443,5 +465,7 @@ def test_a_spent_budget_stops_the_scan_instead_of_reading_the_whole_scope(write,
     for n in range(SCAN_DEPTH * 3):
         write(content=f"Long note {n} " + "about the weather " * 40)
     with django_assert_max_num_queries(30):
-        result = recall(credential=credential, q=RecallQuery(query="weather", purpose="support", limit=2, token_budget=5))
+        result = recall(
+            credential=credential, q=RecallQuery(query="weather", purpose="support", limit=2, token_budget=5, min_relevance=0)
+        )
     assert result.items == [] and result.omitted_for_budget == SCAN_DEPTH * 2

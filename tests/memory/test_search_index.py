@@ -22,7 +22,7 @@ from memory.recall import RecallQuery, recall
 from memory.search import active_index, gates, register_promotion_gate, storage
 from memory.search.build import build_and_promote, ensure_active_index, repair_storage, request_rebuild
 from memory.search.models import IndexStatus, SearchIndex
-from memory.search.recipes import lexical_recipe
+from memory.search.recipes import SECOND_STAGE_DEFAULTS, lexical_recipe, second_stage
 from memory.services import memory_expire_due, memory_retire
 from memory.tasks import build_search_index
 
@@ -65,7 +65,10 @@ def test_every_database_starts_with_an_active_default_index_holding_the_active_r
     write(content="Quarantined claim.", authority="agent", provenance={"source_type": "agent_inference"})
     index = active_index()
     assert index.name == "lexical-default" and index.status == IndexStatus.ACTIVE
-    assert index.recipe == lexical_recipe() and index.recipe["analyser"]["postgresql"] == "english"
+    # The migration that made it wrote the recipe of its day: the second stage's keys, added since,
+    # read their defaults (memory.search.recipes.second_stage).
+    assert lexical_recipe(index.recipe) == lexical_recipe() and index.recipe["analyser"]["postgresql"] == "english"
+    assert second_stage(index.recipe) == SECOND_STAGE_DEFAULTS
     assert _storage_rows(index) == MemoryRecord.objects.filter(status=Status.ACTIVE).count() == len(CORPUS)
 
 

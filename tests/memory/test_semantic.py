@@ -10,9 +10,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from governance.forgetting import propagate_forget_request
+from governance.forget.propagation import propagate_forget_request
+from governance.forget.services import forget_request_create
 from governance.models import PropagationReceipt
-from governance.services import forget_request_create
+from memory.engine import current
 from memory.models import ReviewerToken
 from memory.recall import RecallQuery, recall
 from memory.search import (
@@ -62,8 +63,11 @@ def build_semantic(name: str = "semantic") -> SearchIndex:
     return build_and_promote(request_rebuild(name=name, kind=IndexKind.SEMANTIC).pk)
 
 
-def ask(credential, query: str = QUESTION, **options):
-    return recall(credential=credential, q=RecallQuery(query=query, purpose="support", subject="customer/acme"), **options)
+def ask(credential, query: str = QUESTION, min_relevance: float | None = 0, **options):
+    """Recall as the agent asks (no relevance floor unless given: these tests hold the fusion; the
+    floor's own are in tests/memory/test_relevance_floor.py)."""
+    q = RecallQuery(query=query, purpose="support", subject="customer/acme", min_relevance=min_relevance)
+    return recall(credential=credential, q=q, **options)
 
 
 def embedded(index: SearchIndex) -> int:
@@ -190,7 +194,7 @@ def test_a_lost_message_is_made_good_by_the_next_task(write):
 def test_repair_restores_the_triggers_and_keeps_the_vectors(write, answer_and_others):
     index = build_semantic()
     with connection.cursor() as cursor:  # what a migration that rebuilds the records table does on SQLite
-        for trigger in storage.RECORD_TRIGGERS[connection.vendor]:
+        for trigger in current().search.RECORD_TRIGGERS:
             cursor.execute(
                 f"DROP TRIGGER {index.storage_name}_{trigger}"
                 + (f" ON {storage.RECORDS}" if connection.vendor == "postgresql" else "")

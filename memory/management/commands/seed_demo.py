@@ -1,12 +1,13 @@
 """Demo data: a tenant `acme` with an agent, a reviewer, an admin, and memories in every state a
 reviewer meets (active, quarantined, stale for the drift queue, about to expire). Safe to re-run:
 memories are only written once, and the same agent and reviewer tokens are printed again (see
-`demo_tokens`). Refused with APP_ENV=production: it sets well-known passwords on the `admin` and
-`reviewer` users."""
+`demo_tokens`). Facts it makes "last checked long ago" read so in their history too, so what as-of
+recall reconstructs is what recall returns (`_backdate`). Refused with APP_ENV=production: it sets
+well-known passwords on the `admin` and `reviewer` users."""
 
 import json
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -149,15 +150,31 @@ class Command(BaseCommand):
                 data["ttl_seconds"] = ttl
             record = memory_write(credential=credential, data=data).record
             if stale_days:
-                # Demo only: pretend the fact was last checked long ago so the drift queue has work.
-                # Timestamps, not status, so this does not bypass the lifecycle.
-                MemoryRecord.objects.filter(pk=record.pk).update(
-                    created_at=now - timedelta(days=stale_days),
-                    confirmed_at=now - timedelta(days=stale_days),
-                    status_changed_at=now - timedelta(days=stale_days),
-                )
+                _backdate(record, now - timedelta(days=stale_days))
         for extend in DEMO_EXTENSIONS:
             extend(credential.agent)
+
+
+def _backdate(record: MemoryRecord, moment: datetime) -> None:
+    """Make `record`, just written, read as written and last confirmed at `moment`: in the record
+    and in its history alike, so the history tells the same story as the record (as-of recall, which
+    reads history, ranks the demo as recall does, and the record did not exist before `moment`).
+
+    Demo only, so the drift queue has facts last checked long ago. Timestamps, not status: the
+    status is the one the write service's admission chose, with its reason. History rows are
+    otherwise never updated; this is sound here because the command runs in one transaction (see
+    `handle`) and the rows changed are the ones the write service wrote for this record inside it,
+    never committed, never seen by anyone: what commits is exactly the history a write at `moment`
+    would have left. The write leaves one history row per record (checked, so a write service that
+    starts leaving more is noticed here rather than backdated half-way)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("seed_demo backdates history only inside the transaction that wrote it.")
+    times = {"created_at": moment, "confirmed_at": moment, "status_changed_at": moment}
+    rows = MemoryRecord.history.filter(id=record.pk)
+    if rows.count() != 1:
+        raise RuntimeError("seed_demo expected the write to leave exactly one history row.")
+    MemoryRecord.objects.filter(pk=record.pk).update(**times)
+    rows.update(history_date=moment, **times)
 
 
 def demo_tokens(agent: Agent, reviewer) -> tuple[AgentCredential, str, str]:

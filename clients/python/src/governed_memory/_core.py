@@ -307,7 +307,14 @@ def merge_batches(parts: list[list[BatchItemResult]]) -> BatchResult:
 
 
 def recall_call(
-    query: str, *, purpose: str, subject: str | None, kinds: Iterable[str] | None, limit: int | None, token_budget: int | None
+    query: str,
+    *,
+    purpose: str,
+    subject: str | None,
+    kinds: Iterable[str] | None,
+    limit: int | None,
+    token_budget: int | None,
+    min_relevance: float | None = None,
 ) -> Call[RecallResult]:
     body: dict[str, Any] = {"query": query, "purpose": purpose}
     if subject is not None:
@@ -318,6 +325,8 @@ def recall_call(
         body["limit"] = limit
     if token_budget is not None:
         body["token_budget"] = token_budget
+    if min_relevance is not None:
+        body["min_relevance"] = min_relevance
     return Call("POST", "recall/", lambda r: RecallResult.from_json(json_body(r)), json=body, idempotent=True)
 
 

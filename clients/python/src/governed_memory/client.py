@@ -146,11 +146,22 @@ class Client:
         kinds: Iterable[str] | None = None,
         limit: int | None = None,
         token_budget: int | None = None,
+        min_relevance: float | None = None,
     ) -> RecallResult:
-        """Active, unexpired memories for a task, best first, within `token_budget`.
+        """Active, unexpired memories for a task, best first, within `token_budget`, each at least
+        `min_relevance` relevant (0 to 1; None: the server's default floor). No items means
+        nothing relevant was found (`result.below_floor` counts what fell under the floor).
         `result.to_prompt()` renders them as one block of dated, sourced lines."""
         return self._send(
-            _core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit, token_budget=token_budget)
+            _core.recall_call(
+                query,
+                purpose=purpose,
+                subject=subject,
+                kinds=kinds,
+                limit=limit,
+                token_budget=token_budget,
+                min_relevance=min_relevance,
+            )
         )
 
     def get(self, memory_id: str | Memory) -> Memory:
@@ -321,10 +332,19 @@ class AsyncClient:
         kinds: Iterable[str] | None = None,
         limit: int | None = None,
         token_budget: int | None = None,
+        min_relevance: float | None = None,
     ) -> RecallResult:
         """See `Client.recall`."""
         return await self._send(
-            _core.recall_call(query, purpose=purpose, subject=subject, kinds=kinds, limit=limit, token_budget=token_budget)
+            _core.recall_call(
+                query,
+                purpose=purpose,
+                subject=subject,
+                kinds=kinds,
+                limit=limit,
+                token_budget=token_budget,
+                min_relevance=min_relevance,
+            )
         )
 
     async def get(self, memory_id: str | Memory) -> Memory:

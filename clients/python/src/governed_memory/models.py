@@ -329,6 +329,7 @@ class RecallItem:
     score_parts: dict[str, float]
     tokens: int
     context: str
+    relevance: float | None = None  # how likely it answers the query, in [0, 1] (None: not judged)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -352,6 +353,7 @@ class RecallItem:
                 score_parts=_score_parts(parts),
                 tokens=int(data.get("tokens") or 0),
                 context=str(data.get("context") or ""),
+                relevance=_opt_float(data.get("relevance")),
                 raw=dict(data),
             ),
             "recall item",
@@ -361,11 +363,15 @@ class RecallItem:
 @dataclass(frozen=True)
 class RecallResult:
     """What recall returned, best first, within the token budget. `to_prompt()` renders the
-    items' dated context lines as one block ready to put in a prompt."""
+    items' dated context lines as one block ready to put in a prompt. No items with `below_floor`
+    above 0: recall found candidates, none relevant enough (under `min_relevance`), which is an
+    answer."""
 
     items: tuple[RecallItem, ...]
     tokens_used: int = 0
     omitted_for_budget: int = 0
+    below_floor: int = 0
+    min_relevance: float | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __iter__(self) -> Iterator[RecallItem]:
@@ -393,6 +399,8 @@ class RecallResult:
             items=tuple(RecallItem.from_json(item) for item in items),
             tokens_used=_int(data.get("tokens_used")),
             omitted_for_budget=_int(data.get("omitted_for_budget")),
+            below_floor=_int(data.get("below_floor")),
+            min_relevance=_opt_float(data.get("min_relevance")),
             raw=dict(data),
         )
 
@@ -529,6 +537,10 @@ def _score_parts(value: Any) -> dict[str, float]:
     if not isinstance(value, Mapping):
         return {}
     return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _opt_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _opt_str(value: Any) -> str | None:
