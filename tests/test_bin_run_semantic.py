@@ -5,6 +5,7 @@ from the first request, /health/ and the index list say so, and Ctrl-C still sto
 cleanly."""
 
 import json
+import time
 import urllib.request
 
 import pytest
@@ -20,6 +21,12 @@ def test_the_demo_serves_hybrid_recall_from_its_first_request_with_the_model_loa
         demo.start()
         output = demo.output()
         assert "Building the semantic index" in output and "Recall is hybrid" in output, output[-6000:]
+        # Each web worker says so once it has run the model, which may be a moment after the
+        # server answers its first request on a loaded machine.
+        deadline = time.monotonic() + 120
+        while demo.output().count("semantic model ready") < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        output = demo.output()
         assert "web    | " in output and output.count("semantic model ready") == 2, output[-6000:]  # each web worker
         assert "semantic model loaded for the processes forked from this one" in output
 
