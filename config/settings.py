@@ -285,6 +285,10 @@ MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 # worker process at start, so that no request waits for it (docs/operations.md).
 SEMANTIC_AUTO_INDEX = env_bool("SEMANTIC_AUTO_INDEX", True)
 SEMANTIC_LOAD_AT_START = env_bool("SEMANTIC_LOAD_AT_START", True)
+# A semantic index's approximate nearest-neighbour files (memory.search.ann): a cache, rebuilt from
+# the database; every process on the machine maps the same files.
+SEMANTIC_ANN_DIR = env_str("SEMANTIC_ANN_DIR", str(VAR_DIR / "ann"))
+SEMANTIC_ANN_SEARCH = env_bool("SEMANTIC_ANN_SEARCH", True)  # off: recall scans every vector of the scope
 MEMORY_BACKUP_RETENTION_DAYS = env_int("MEMORY_BACKUP_RETENTION_DAYS", 35)
 FORGET_FINGERPRINT_KEY = env_str(
     "FORGET_FINGERPRINT_KEY", ""
@@ -353,6 +357,7 @@ JOB_INTERVAL_DEFAULTS = {
     "disk_rewrite": 3600,  # tables forgets touched, rewritten once per batch
     "alerts": 300,  # queue alerts and, once a day, the reviewers' digests
     "sweep_indexes": 300,  # search-index entries of records expired in time (governance.retention.sweep_indexes)
+    "refresh_semantic_ann": 600,  # approximate nearest-neighbour partitions rebuilt once they drift
 }
 JOB_INTERVAL_VARIABLES = {name: f"JOB_{name.upper()}_INTERVAL" for name in JOB_INTERVAL_DEFAULTS}
 JOB_INTERVALS = {name: env_float(JOB_INTERVAL_VARIABLES[name], default) for name, default in JOB_INTERVAL_DEFAULTS.items()}

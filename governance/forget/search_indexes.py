@@ -8,7 +8,7 @@ count per index."""
 
 from memory.engine import current
 from memory.search import storage
-from memory.search.build import purge_index_records
+from memory.search.build import purge_index_files, purge_index_records
 from memory.search.models import STORED_STATUSES, SearchIndex
 
 
@@ -23,9 +23,21 @@ class SearchIndexesArtifact:
             for index in indexes
             if record_ids and storage.storage_exists(index.storage_name)
         }
+        files = {index.name: purge_index_files(index, record_ids) for index in indexes if record_ids}
+        files = {name: purged for name, purged in files.items() if purged is not None}
         per_index = ", ".join(f"{name}: {count}" for name, count in removed.items()) or "none held"
         note = (
             f"Entries (words, vectors) left every search index when the records stopped being active; "
             f"left over now, per index: {per_index}.{current().ops.INDEX_PURGE_NOTE}"
         )
+        if files:
+            unverified = sorted(name for name, purged in files.items() if not purged.verified)
+            if unverified:
+                raise RuntimeError(f"forgotten vectors still found in the approximate files of {', '.join(unverified)}")
+            overwritten = sum(purged.positions for purged in files.values())
+            read = sum(purged.files for purged in files.values())
+            note += (
+                f" Approximate-search files: {overwritten} vectors overwritten; all {read} files read back, "
+                "none holds a forgotten id or vector."
+            )
         return sum(removed.values()), note[:500]

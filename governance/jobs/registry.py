@@ -21,6 +21,7 @@ JOBS: dict[str, str] = {
     "disk_rewrite": "governance.portability.jobs.disk_rewrite",
     "alerts": "governance.alerts.jobs.alerts",
     "sweep_indexes": "governance.retention.sweep_indexes.sweep_indexes",
+    "refresh_semantic_ann": "governance.retention.refresh_ann.refresh_semantic_ann",
 }
 
 # Every job's Celery task is named after it. The names are stored in the database (beat's schedule

@@ -179,12 +179,22 @@ def _build_storage(index: SearchIndex, *, encode=None) -> int:
 
 def purge_index_records(index: SearchIndex, record_ids) -> int:
     """Delete the given records' entries from the index's storage (words, or vectors); returns how
-    many it still held. For forget propagation."""
+    many it still held. For forget propagation (`purge_index_files` does the files)."""
     if index.kind == IndexKind.SEMANTIC:
         from memory.search import vectors
 
         return vectors.purge_records(index.storage_name, record_ids)
     return storage.purge_records(index.storage_name, record_ids)
+
+
+def purge_index_files(index: SearchIndex, record_ids):
+    """Overwrite the given records' vectors and ids in a semantic index's approximate partitions,
+    and read every file back for them (`memory.search.ann.Purged`); None for an index without files."""
+    from memory.search import ann
+
+    if index.kind != IndexKind.SEMANTIC or not ann.index_dir(index.storage_name).is_dir():
+        return None
+    return ann.purge(index.storage_name, record_ids, dims=int(index.recipe.get("dims", 384)))
 
 
 def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex, bool]:

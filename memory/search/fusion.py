@@ -47,6 +47,8 @@ WEIGHT = 10.0
 
 PRIORS = ("authority", "confidence", "recency")
 
+TAIL_BATCH = 10  # rows past the pool whose cosines are read in one statement
+
 
 def _row(record_id: uuid.UUID, lexical: float, cosine: float, fused: float, prior: dict, confirmed: float) -> Ranked:
     parts = {"lexical": lexical, "semantic": cosine, "fusion": fused - lexical - cosine, **prior}
@@ -87,6 +89,7 @@ class Fusion:
             yield from lexical
             return
         head = list(islice(lexical, self.depth))
+        similarity.prefetch([row.record_id for row in head])
         # record id -> (bm25, cosine or None while its vector is pending, priors, confirmed)
         pool: dict[uuid.UUID, tuple[float, float | None, dict, float]] = {}
         for row in head:
@@ -115,8 +118,12 @@ class Fusion:
             fused.append((_row(record_id, bm25, cosine or 0.0, relevance, prior, confirmed), relevance))
         fused.sort(key=lambda item: (-item[0].score, -item[1], -item[0].confirmed, str(item[0].record_id)))
         yield from (row for row, _ in fused)
-        for row in lexical:
-            if row.record_id not in pool:
+        # cosines read on demand (an approximate search) are read a few rows at a time
+        batch = 1 if similarity.fetch is None else TAIL_BATCH
+        while rows := list(islice(lexical, batch)):
+            tail = [row for row in rows if row.record_id not in pool]
+            similarity.prefetch([row.record_id for row in tail])
+            for row in tail:
                 cosine = similarity.cosine(row.record_id) or 0.0
                 yield _row(
                     row.record_id, row.parts["lexical"], cosine, 0.0, {name: row.parts[name] for name in PRIORS}, row.confirmed

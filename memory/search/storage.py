@@ -28,6 +28,7 @@ from typing import Any
 from django.db import connection
 
 from memory.engine import ENGINES, current
+from memory.search import ann
 from memory.search.models import storage_name as storage_name  # the names of an index's tables
 
 RECORDS = "memory_memoryrecord"
@@ -70,8 +71,10 @@ def build_storage(name: str, recipe: dict) -> int:
 
 
 def drop_storage(name: str) -> None:
-    """Drop an index's storage, lexical or semantic, with its triggers on the records."""
+    """Drop an index's storage, lexical or semantic, with its triggers on the records (and a
+    semantic index's approximate nearest-neighbour files)."""
     current().search.drop_storage(name)
+    ann.drop(name)
 
 
 def triggers_present(name: str) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 
 from memory.engine import current
 
@@ -71,3 +72,38 @@ def read_scope(name: str, where: str, params: dict) -> list[tuple]:
 def read_rows(name: str, record_ids: Sequence) -> dict:
     """record id (as a UUID) -> (authority, confidence, confirmed_at) of the given rows."""
     return current().vectors.read_rows(name, record_ids)
+
+
+def read_fresh(name: str, since: datetime, where: str, params: dict) -> list[tuple]:
+    """(record id, vector bytes) of the rows matching `where` whose vector was stored after `since`."""
+    return current().vectors.read_fresh(name, since, where, params)
+
+
+def read_candidates(name: str, record_ids: Sequence[uuid.UUID], where: str, params: dict) -> list[tuple]:
+    """(record id, vector bytes) of the given records whose rows match `where` and hold a vector."""
+    return current().vectors.read_candidates(name, record_ids, where, params)
+
+
+def read_partition(name: str, tenant_id: int, *, after: uuid.UUID | None, limit: int) -> list[tuple[uuid.UUID, bytes]]:
+    """Up to `limit` (record id, vector bytes) of a tenant's embedded rows in record id order after `after`."""
+    return current().vectors.read_partition(name, tenant_id, after=after, limit=limit)
+
+
+def embedded_ids(name: str, record_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of the given records whose rows still hold a vector."""
+    return current().vectors.embedded_ids(name, record_ids)
+
+
+def tenant_counts(name: str) -> dict[int, int]:
+    """tenant id -> rows holding a vector."""
+    return current().vectors.tenant_counts(name)
+
+
+def newest_embedded(name: str) -> datetime | None:
+    """When the index's most recent vector was stored (None: none recorded)."""
+    return current().vectors.newest_embedded(name)
+
+
+def clock() -> datetime:
+    """The database's clock, the one `embedded_at` is written with."""
+    return current().vectors.clock()

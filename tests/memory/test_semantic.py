@@ -21,6 +21,7 @@ from memory.search import (
     IndexStatus,
     SearchIndex,
     active_index,
+    ann,
     gates,
     register_promotion_gate,
     semantic,
@@ -95,6 +96,7 @@ def test_a_question_sharing_no_words_with_the_memory_is_found_through_the_semant
         "version": semantic.installed_version(),
         "dims": 384,
         "normalisation": "l2",
+        "ann": {"library": "faiss-cpu", "version": ann.library_version(), **ann.DEFAULTS},
     }
     hybrid = ask(credential)
     assert hybrid.semantic == index.name and hybrid.index == active_index().name

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from memory.engine.sqlite import ddl_v2 as ddl
+from memory.engine.sqlite import ddl_v3 as ddl
 
 VERSION = ddl.VERSION
 RECORDS = ddl.RECORDS

@@ -1,12 +1,9 @@
-"""SQLite's semantic index storage at run time: one table per index (`<name>`), a row per `active`
-record with a copy of the fields recall's hard filters and priors read, the record's
-`content_hash` and its embedding as float32 bytes (`vector`, NULL while pending). Recall reads a
-scope's vectors and scores them with numpy (`memory.search.semantic`).
-
-Row-level triggers `<name>_ai|_au|_ad` on the records (`ddl_v2`; SQLite has no statement-level
-triggers) keep the rows in step in the same transaction as every record change: a record that
-becomes active gets a pending row, one that stops being active loses its row at once, and a
-change of content makes the row pending again.
+"""SQLite's semantic index storage at run time (`memory.engine._vectors`, bound here): ids bound
+as one JSON parameter (`IN (SELECT value FROM json_each(%s))`: SQLite binds a parameter per value
+otherwise, and limits how many a statement takes), record ids as hex text, times as UTC text in
+the form Django stores them. SQLite has one writer at a time, so a load needs no reconciliation
+after it. Row-level triggers `<name>_ai|_au|_ad` on the records (`ddl_v3`, version 1's design)
+keep the rows in step.
 """
 
 from __future__ import annotations
@@ -14,137 +11,55 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 
-from memory.engine.sqlite import ddl_v2 as ddl
+from memory.engine._vectors import Vectors
+from memory.engine.sqlite import ddl_v3 as ddl
 from memory.engine.sqlite import search
-
-COLUMNS = ddl.SEMANTIC_COLUMNS
-RECORDS = ddl.RECORDS
-
-
-def _execute(sql: str, params: Any = None) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
-
-
-def _values(r: str) -> str:
-    return ", ".join(f"{r}.{column}" for column in ("id", *ddl.COPIED, "content_hash"))
 
 
 def _ids(record_ids: Sequence) -> str:
-    """The ids as one parameter for `IN (SELECT value FROM json_each(%s))` (SQLite binds a
-    parameter per value otherwise, and limits how many a statement takes)."""
     return json.dumps([uuid.UUID(str(pk)).hex for pk in record_ids])
 
 
-def create_storage(name: str) -> int:
-    """Create the index's table and triggers and a pending row for every active record, in one
-    transaction (one writer at a time: no write slips between the load and the triggers); returns
-    how many rows it holds. Any previous storage under the name is dropped first (a cache)."""
-    search.drop_storage(name)
-    with transaction.atomic():
-        for sql in (*ddl.semantic_table(name), *ddl.semantic_triggers(name)):
-            _execute(sql)
-        _execute(f"INSERT INTO {name} ({', '.join(COLUMNS)}) SELECT {_values('r')} FROM {RECORDS} r WHERE r.status = 'active'")
-    return count_rows(name)
+def _text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def reconcile(name: str) -> None:
-    """Make the rows match the active records: rows of records no longer active go, missing
-    active records get pending rows, rows whose content changed become pending. Vectors of
-    unchanged records are kept. (After a migration dropped the triggers, say.)"""
-    with transaction.atomic():
-        _execute(
-            f"DELETE FROM {name} WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {RECORDS} r WHERE r.id = {name}.record_id AND r.status = 'active')"
-        )
-        _execute(
-            f"INSERT INTO {name} ({', '.join(COLUMNS)}) SELECT {_values('r')} FROM {RECORDS} r WHERE r.status = 'active' "
-            f"AND NOT EXISTS (SELECT 1 FROM {name} d WHERE d.record_id = r.id)"
-        )
-        _execute(
-            f"UPDATE {name} SET vector = NULL, content_hash = (SELECT r.content_hash FROM {RECORDS} r "
-            f"WHERE r.id = {name}.record_id) WHERE content_hash <> (SELECT r.content_hash FROM {RECORDS} r "
-            f"WHERE r.id = {name}.record_id)"
-        )
-
-
-def repair_storage(name: str) -> int:
-    """Recreate a missing table or triggers without losing the vectors already computed."""
-    if name not in connection.introspection.table_names():
-        return create_storage(name)
-    with transaction.atomic():
-        for sql in ddl.semantic_triggers(name):
-            _execute(sql)
-    reconcile(name)
-    return count_rows(name)
-
-
-def count_rows(name: str, *, embedded: bool = False) -> int:
+def _fetch(sql: str, params: Any) -> list[tuple]:
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {name}" + (" WHERE vector IS NOT NULL" if embedded else ""))
-        return cursor.fetchone()[0]
-
-
-def pending(name: str, *, record_ids: Sequence | None = None, limit: int) -> list[tuple[uuid.UUID, str, str]]:
-    """Up to `limit` pending rows (of `record_ids` when given) as (record id, content hash,
-    content), the content read from the record itself."""
-    where, params = "d.vector IS NULL", []
-    if record_ids is not None:
-        where += " AND d.record_id IN (SELECT value FROM json_each(%s))"
-        params.append(_ids(record_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT d.record_id, d.content_hash, r.content FROM {name} d JOIN {RECORDS} r "
-            f"ON r.id = d.record_id AND r.content_hash = d.content_hash WHERE {where} "
-            f"ORDER BY d.record_id LIMIT {int(limit)}",
-            params,
-        )
-        return [(uuid.UUID(str(pk)), digest, content) for pk, digest, content in cursor.fetchall()]
-
-
-def store_vectors(name: str, rows: Sequence[tuple[uuid.UUID, str, bytes]]) -> int:
-    """Write embeddings for (record id, content hash, vector bytes), each only if the row is still
-    pending for that content (a record whose content changed meanwhile, or that left the index,
-    is not given a stale vector). Returns how many were stored."""
-    if not rows:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"UPDATE {name} SET vector = %s WHERE record_id = %s AND content_hash = %s AND vector IS NULL",
-            [(vector, pk.hex, digest) for pk, digest, vector in rows],
-        )
-        return max(cursor.rowcount, 0)  # the driver sums the rows over the parameter sets
-
-
-def purge_records(name: str, record_ids: Sequence[uuid.UUID]) -> int:
-    """Delete the given records' rows (and so their vectors); returns how many were still there."""
-    if not record_ids:
-        return 0
-    return _execute(f"DELETE FROM {name} WHERE record_id IN (SELECT value FROM json_each(%s))", [_ids(record_ids)])
-
-
-def read_scope(name: str, where: str, params: dict) -> list[tuple]:
-    """(record id, vector bytes) of the rows matching `where` (alias `d`) that have a vector."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT d.record_id, d.vector FROM {name} d WHERE {where} AND d.vector IS NOT NULL", params)
+        cursor.execute(sql, params)
         return cursor.fetchall()
 
 
-def read_rows(name: str, record_ids: Sequence) -> dict:
-    """record id (as a UUID) -> (authority, confidence, confirmed_at) of the given rows."""
-    if not record_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT record_id, authority, confidence, confirmed_at FROM {name} WHERE record_id IN (SELECT value FROM json_each(%s))",
-            [_ids(record_ids)],
-        )
-        return {
-            uuid.UUID(str(pk)): (authority, confidence, confirmed_at)
-            for pk, authority, confidence, confirmed_at in cursor.fetchall()
-        }
+_store = Vectors(
+    ddl=ddl,
+    drop_storage=search.drop_storage,
+    ids_sql=lambda column, placeholder: f"{column} IN (SELECT value FROM json_each({placeholder}))",
+    ids_value=_ids,
+    key=lambda pk: pk.hex,
+    time_value=_text,
+    clock_sql=ddl.NOW,
+    wait_for_writers=None,
+    fetch_vectors=_fetch,
+)
+
+create_storage = _store.create_storage
+reconcile = _store.reconcile
+repair_storage = _store.repair_storage
+count_rows = _store.count_rows
+pending = _store.pending
+store_vectors = _store.store_vectors
+purge_records = _store.purge_records
+read_scope = _store.read_scope
+read_fresh = _store.read_fresh
+read_candidates = _store.read_candidates
+read_partition = _store.read_partition
+embedded_ids = _store.embedded_ids
+tenant_counts = _store.tenant_counts
+newest_embedded = _store.newest_embedded
+clock = _store.clock
+read_rows = _store.read_rows
