@@ -151,9 +151,11 @@ class Vectors:
     def read_fresh(self, name: str, since: datetime, where: str, params: dict) -> list[tuple]:
         """(record id, vector bytes) of the rows matching `where` whose vector was stored after
         `since` (found by the index on `embedded_at`)."""
+        # Fenced (MATERIALIZED): the few fresh rows first, by their index, then the scope's
+        # filters on them; a planner choosing the scope's index would read the whole scope.
         return self.fetch_vectors(
-            f"SELECT d.record_id, d.vector FROM {name} d WHERE d.vector IS NOT NULL "
-            f"AND d.embedded_at > %(embedded_since)s AND {where}",
+            f"WITH d AS MATERIALIZED (SELECT * FROM {name} WHERE vector IS NOT NULL "
+            f"AND embedded_at > %(embedded_since)s) SELECT d.record_id, d.vector FROM d WHERE {where}",
             {**params, "embedded_since": self.time_value(since)},
         )
 
@@ -162,9 +164,10 @@ class Vectors:
         vector: the candidates an approximate search proposed, checked against the hard filters."""
         if not record_ids:
             return []
+        # Fenced (MATERIALIZED): the candidates by primary key first, then the scope's filters.
         return self.fetch_vectors(
-            f"SELECT d.record_id, d.vector FROM {name} d WHERE {self.ids_sql('d.record_id', '%(candidates)s')} "
-            f"AND d.vector IS NOT NULL AND {where}",
+            f"WITH d AS MATERIALIZED (SELECT * FROM {name} WHERE {self.ids_sql('record_id', '%(candidates)s')} "
+            f"AND vector IS NOT NULL) SELECT d.record_id, d.vector FROM d WHERE {where}",
             {**params, "candidates": self.ids_value(record_ids)},
         )
 
@@ -198,6 +201,10 @@ class Vectors:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT tenant_id, count(*) FROM {name} WHERE vector IS NOT NULL GROUP BY tenant_id")
             return {int(tenant): count for tenant, count in cursor.fetchall()}
+
+    def analyze(self, name: str) -> None:
+        """Refresh the planner's statistics of the table (after a build filled it)."""
+        execute(f"ANALYZE {name}")
 
     def newest_embedded(self, name: str) -> datetime | None:
         """When the most recent vector was stored (None: none since version 3)."""

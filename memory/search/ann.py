@@ -20,7 +20,7 @@ A cache, never a source. The vectors table (`memory.search.vectors`) stays the t
 left the table and the positions purged from it pass `REFRESH_SHARE` of it (the
 `refresh_semantic_ann` job), and removes partitions of tenants that fell below the threshold.
 
-Forget. `purge` overwrites the forgotten records' vectors and ids with zeros in a new generation
+Forget (`memory.search.ann_forget.purge`) overwrites the forgotten records' vectors and ids with zeros in a new generation
 of each partition holding them, publishes it, deletes the old files and then reads every file of
 the index back, byte for byte, for the ids and the vectors it removed (`Purged.verified`; a kept
 record with the same content holds the same vector, and its own copies do not count). A partition
@@ -66,8 +66,18 @@ DEFAULTS: dict[str, Any] = {
     "ef_search": 128,  # at least; a search asks for as many as it wants back
     "oversample": 4,  # candidates asked of the graph per record wanted
     "min_partition": 20_000,  # a tenant with fewer embedded rows is scanned exactly
+    # A partition of at most this many positions is searched by scoring every vector in its file
+    # (mapped, so without reading the table; exact), a larger one through its graph.
+    "scan_up_to": 250_000,
 }
-LIMITS = {"m": (4, 128), "ef_construction": (8, 1024), "ef_search": (8, 4096), "oversample": (1, 64), "min_partition": (1, 10**9)}
+LIMITS = {
+    "m": (4, 128),
+    "ef_construction": (8, 1024),
+    "ef_search": (8, 4096),
+    "oversample": (1, 64),
+    "min_partition": (1, 10**9),
+    "scan_up_to": (0, 10**9),
+}
 # A vector stored up to this long before a snapshot's read began may be missing from it (its
 # transaction, one short UPDATE, not yet committed): the fresh rows are read from this far back.
 FRESH_MARGIN = timedelta(seconds=5)
@@ -369,120 +379,14 @@ def _drifted(storage_name: str, tenant_id: int, meta: dict, count: int) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# forget
-
-
-@dataclass
-class Purged:
-    positions: int = 0  # vectors overwritten
-    files: int = 0  # files read back
-    verified: bool = True  # none of the removed ids or vectors is in any file of the index
-
-
-def purge(storage_name: str, record_ids: Sequence[uuid.UUID], *, dims: int = 384) -> Purged:
-    """Overwrite the given records' vectors and ids in every partition of the index (a new
-    generation of each partition holding any of them), then read every file of the index back
-    for the removed ids and vectors. A partition that cannot be read cannot be overwritten: it is
-    deleted (a cache; the refresh builds it again), as is any file no partition refers to."""
-    faiss = _faiss()
-
-    wanted = {uuid.UUID(str(pk)).bytes for pk in record_ids}
-    directory = index_dir(storage_name)
-    result = Purged()
-    if not wanted or not directory.is_dir():
-        return result
-    removed_vectors: set[bytes] = set()
-    with _locked(directory):
-        for tenant_id, meta in partitions(storage_name).items():
-            try:
-                ids = bytearray((directory / meta["ids"]).read_bytes())
-                if len(ids) != int(meta["count"]) * ID_BYTES:
-                    raise ValueError("partition files do not match")
-                positions = [p for p in range(len(ids) // ID_BYTES) if bytes(ids[p * ID_BYTES : (p + 1) * ID_BYTES]) in wanted]
-                if not positions:
-                    continue
-                index = faiss.read_index(str(directory / meta["faiss"]))
-                removed_vectors.update(_zero(index, ids, positions, dims))
-                meta = {**meta, "dead": int(meta["dead"]) + len(positions)}
-            except Exception as exc:
-                logger.warning(
-                    "semantic ann partition unreadable: deleted", extra={"tenant": tenant_id, "error": type(exc).__name__}
-                )
-                _remove_partition(directory, tenant_id)
-                _cache.forget(storage_name, tenant_id)
-                continue
-            _publish(directory, tenant_id, index, ids, meta)
-            _cache.forget(storage_name, tenant_id)
-            result.positions += len(positions)
-        _remove_unreferenced(directory)
-        result.files, result.verified = _read_back(directory, wanted, {v for v in removed_vectors if any(v)}, dims)
-    return result
-
-
-def _remove_unreferenced(directory: Path) -> None:
-    """Delete every file no current partition refers to (an interrupted publish's, an unreadable
-    description): it may hold what a forget removes, and nothing reads it."""
-    kept = {".lock"}
-    for path in directory.glob("tenant-*.json"):
-        meta = _read_meta(path)
-        if meta is not None and meta.get("faiss") and meta.get("ids"):
-            kept |= {path.name, meta["faiss"], meta["ids"]}
-    for path in directory.iterdir():
-        if path.is_file() and path.name not in kept:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-
-
-def _read_back(directory: Path, ids: set[bytes], removed: set[bytes], dims: int) -> tuple[int, bool]:
-    """(files read, whether none holds one of `ids` or one of the `removed` vectors). A record kept
-    may share a forgotten one's content, and so its vector: a removed vector counts as found only
-    where a file holds more copies of it than its partition's live positions do."""
-    files, clean = 0, True
-    for path in sorted(directory.iterdir()):
-        if not path.is_file():
-            continue
-        files += 1
-        data = path.read_bytes()
-        if any(needle in data for needle in ids):
-            clean = False
-        found = [vector for vector in removed if vector in data]
-        if found:
-            held = _live_copies(directory, path.name, found, dims)
-            if any(data.count(vector) > held.get(vector, 0) for vector in found):
-                clean = False
-    return files, clean
-
-
-def _live_copies(directory: Path, faiss_name: str, found: list[bytes], dims: int) -> dict[bytes, int]:
-    """vector -> how many live positions of the partition stored in `faiss_name` hold it."""
-    faiss = _faiss()
-    import numpy as np
-
-    for path in directory.glob("tenant-*.json"):
-        meta = _read_meta(path)
-        if meta is not None and meta.get("faiss") == faiss_name:
-            break
-    else:
-        return {}
-    try:
-        index = faiss.read_index(str(directory / faiss_name))
-        storage = faiss.downcast_index(index.storage)
-        rows = np.asarray(faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())).reshape(-1, dims * 4)
-        live: Any = np.frombuffer((directory / meta["ids"]).read_bytes(), dtype=np.uint8).reshape(-1, ID_BYTES).any(axis=1)
-        if live.shape[0] != rows.shape[0]:
-            return {}
-    except Exception:  # unreadable: none of its copies is accounted for
-        return {}
-    return {vector: int(((rows == np.frombuffer(vector, dtype=np.uint8)).all(axis=1) & live).sum()) for vector in found}
-
-
-# --------------------------------------------------------------------------------------------
 # searching
 
 
 @dataclass
 class Partition:
-    """A loaded partition: the graph (mapped read-only), the ids, and when its snapshot was read."""
+    """A loaded partition: the graph and its vectors (mapped read-only), the ids, and when its
+    snapshot was read. Searched by scoring every mapped vector up to `scan_up_to` positions
+    (exact, and as fast as the graph at that size), through the graph beyond."""
 
     index: Any
     ids: bytes
@@ -490,6 +394,7 @@ class Partition:
     count: int
     ef_search: int
     stamp: tuple[int, int]
+    scan_up_to: int = 0
 
     def search(self, query: Any, count: int) -> list[uuid.UUID]:
         """The ids of up to `count` positions most similar to `query`, best first (purged
@@ -500,11 +405,19 @@ class Partition:
         count = min(count, self.count)
         if count <= 0:
             return []
-        params = faiss.SearchParametersHNSW()
-        params.efSearch = max(self.ef_search, count)
-        _, found = self.index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), count, params=params)
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        if self.count <= self.scan_up_to:
+            storage = faiss.downcast_index(self.index.storage)
+            matrix = np.asarray(faiss.rev_swig_ptr(storage.get_xb(), self.count * query.shape[0])).reshape(self.count, -1)
+            scores = matrix @ query
+            best = np.argpartition(-scores, count - 1)[:count]
+            positions = best[np.argsort(-scores[best], kind="stable")]
+        else:
+            params = faiss.SearchParametersHNSW()
+            params.efSearch = max(self.ef_search, count)
+            positions = self.index.search(query.reshape(1, -1), count, params=params)[1][0]
         ids = []
-        for position in found[0]:
+        for position in positions:
             if position < 0:
                 continue
             raw = self.ids[position * ID_BYTES : (position + 1) * ID_BYTES]
@@ -576,6 +489,7 @@ def _load(directory: Path, meta_path: Path, stamp: tuple[int, int], dims: int) -
             count=index.ntotal,
             ef_search=int(meta["recipe"]["ef_search"]),
             stamp=stamp,
+            scan_up_to=int(meta["recipe"].get("scan_up_to", 0)),
         )
     except Exception as exc:  # a cache: an unreadable file means an exact scan
         logger.warning(

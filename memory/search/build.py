@@ -189,12 +189,12 @@ def purge_index_records(index: SearchIndex, record_ids) -> int:
 
 def purge_index_files(index: SearchIndex, record_ids):
     """Overwrite the given records' vectors and ids in a semantic index's approximate partitions,
-    and read every file back for them (`memory.search.ann.Purged`); None for an index without files."""
-    from memory.search import ann
+    and read every file back for them (`memory.search.ann_forget.Purged`); None for an index without files."""
+    from memory.search import ann, ann_forget
 
     if index.kind != IndexKind.SEMANTIC or not ann.index_dir(index.storage_name).is_dir():
         return None
-    return ann.purge(index.storage_name, record_ids, dims=int(index.recipe.get("dims", 384)))
+    return ann_forget.purge(index.storage_name, record_ids, dims=int(index.recipe.get("dims", 384)))
 
 
 def promote_index(index_id: int, *, actor: str = "system") -> tuple[SearchIndex, bool]:

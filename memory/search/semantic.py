@@ -314,6 +314,7 @@ def build_storage(name: str, recipe: dict, *, encode: Encoder | None = None) -> 
             break
         _embed_rows(name, rows, encode, cache)
         cache.clear()
+    vectors.analyze(name)
     ann.build(name, recipe)
     return vectors.count_rows(name, embedded=True)
 

@@ -99,6 +99,11 @@ def tenant_counts(name: str) -> dict[int, int]:
     return current().vectors.tenant_counts(name)
 
 
+def analyze(name: str) -> None:
+    """Refresh the database's statistics of the index's table (after a build filled it)."""
+    current().vectors.analyze(name)
+
+
 def newest_embedded(name: str) -> datetime | None:
     """When the index's most recent vector was stored (None: none recorded)."""
     return current().vectors.newest_embedded(name)

@@ -61,6 +61,7 @@ read_candidates = _store.read_candidates
 read_partition = _store.read_partition
 embedded_ids = _store.embedded_ids
 tenant_counts = _store.tenant_counts
+analyze = _store.analyze
 newest_embedded = _store.newest_embedded
 clock = _store.clock
 read_rows = _store.read_rows
