@@ -11,9 +11,10 @@ with the semantic index the harness built) the first stage runs once through the
 second stage then runs in memory over the conversation's records (`rerank.ListedRecords`, which
 orders a session as the scoped query does) for every setting tried:
 
-1. The ranking: `neighbour_window`, `neighbour_weight` and `rerank_depth` on a grid, scored by dev
-   hit@10 and then MRR, summed over both modes (one recipe serves both); `strip_periods` both ways.
-   `time_weight` is not fitted here: the dev questions hardly name a date (the figure is printed).
+1. The ranking: `brevity_weight`, `neighbour_window`, `neighbour_weight` and `rerank_depth` on a
+   grid, scored by dev hit@10 and then MRR, summed over both modes (one recipe serves both);
+   `strip_periods` both ways. `time_weight` is not fitted here: the dev questions hardly name a
+   date (the figure is printed). The brevity grid stops at 0.2 (see BREVITY_WEIGHTS).
 2. The relevance calibration per mode: logistic regression of "this row is an evidence turn" on the
    row's features (coverage, cosine for hybrid, neighbour support), over the re-ranked rows of every
    answerable and no-answer question; the neighbour feature depends on the neighbours' own relevance,
@@ -22,7 +23,8 @@ orders a session as the scoped query does) for every setting tried:
 3. The floor per mode: `min_relevance` on a grid; of the floors that keep dev hit@10 within
    MAX_HIT_DROP of no floor, the lowest that answers the most no-answer questions with nothing. The
    whole trade-off curve (hit@10 against the share of no-answer questions answered with nothing) is
-   printed. The hybrid floor is then held at HYBRID_FLOOR_CAP at most: the calibration is fitted on
+   printed. The lexical floor is then kept above the relevance of a record that matches none of
+   the query's words (the bias alone), so those are never returned as filler. The hybrid floor is then held at HYBRID_FLOOR_CAP at most: the calibration is fitted on
    conversation turns, whose cosines to a question run higher than a short note's to its paraphrase
    (the README's "how does acme want to be contacted" -> "Prefers email over phone." comes out under
    the floor that rule chooses for hybrid), and a default floor must not drop that answer.
@@ -45,9 +47,14 @@ FLOORS = sorted(
         *(round(0.05 * i, 2) for i in range(2, 20)),
     }
 )
-WINDOWS = (0, 1, 2, 3)
-WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
-DEPTHS = (50, 100)  # at least the largest recall limit (MEMORY_RECALL_MAX_LIMIT), so every item is re-ranked
+WINDOWS = (0, 1, 2)
+WEIGHTS = (0.0, 0.1, 0.2, 0.5)
+# At least the largest recall limit (MEMORY_RECALL_MAX_LIMIT), so every item is re-ranked; no deeper,
+# since the lexical ranking reads its first 50 rows in one statement and a deeper head costs another.
+DEPTHS = (50,)
+# No more than 0.2: the dev set's filler turns are shorter than real chat's, and a weight fitted
+# past that would fit its generator rather than conversations.
+BREVITY_WEIGHTS = (0.0, 0.1, 0.2)
 FIRST_STAGE_ROWS = 300  # first-stage rows kept per question (the floor's scan goes past the re-ranked ones)
 LIMIT = 10
 NO_FLOOR = {"lexical": 0.0, "hybrid": 0.0}
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
                 tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=PURPOSE, now=now, subject=conv["subject"], kind_ids=episodic
             )
             if conv["subject"] not in records_of:
-                found = list(MemoryRecord.objects.filter(agent=agent, subject=conv["subject"]))
+                found = list(MemoryRecord.objects.filter(agent=agent, subject=conv["subject"]).select_related("kind"))
                 records_of[conv["subject"]] = ListedRecords(found)
                 turns.update({record.id: record.turn_id for record in found})
             for question in conv["questions"]:
@@ -162,10 +169,13 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
 
-    def score(mode: str, settings: Settings, floor: float = 0.0, strip: bool = False) -> dict:
+    def ranked(mode: str, settings: Settings, strip: bool = False) -> list[tuple[dict, list]]:
+        return [(case, run(case, settings)) for case in select(mode, strip)]
+
+    def score(mode: str, settings: Settings, floor: float = 0.0, strip: bool = False, runs=None) -> dict:
         scored, empty, noanswer = [], 0, 0
-        for case in select(mode, strip):
-            kept = [row for row in run(case, settings) if row.relevance is None or row.relevance >= floor][:LIMIT]
+        for case, rows in runs if runs is not None else ranked(mode, settings, strip):
+            kept = [row for row in rows if row.relevance is None or row.relevance >= floor][:LIMIT]
             ranking = [turns[row.record_id] for row in kept]
             if case["kind"] == "answerable":
                 scored.append({"category": case["category"], **metrics.score_question(ranking, sorted(case["evidence"]))})
@@ -210,30 +220,33 @@ def main(argv: list[str] | None = None) -> None:
         print(f"dumped {len(dumped)} to {args.dump}")
 
     # ---------------------------------------------------------------- 1. the ranking
-    off = replace(base, neighbour_window=0, neighbour_weight=0.0, time_weight=0.0, min_relevance=NO_FLOOR)
     print("\nfirst stage alone (no second stage, no floor):\n" + header)
     for mode in ("lexical", "hybrid"):
-        print(line(f"{mode}, first stage", score(mode, replace(off, depth=1))))
+        first_stage = [(case, case["rows"]) for case in select(mode, False)]
+        print(line(f"{mode}, first stage", score(mode, base, runs=first_stage)))
     chosen = replace(base, min_relevance=NO_FLOOR)
     if not args.quick:
         best_key, best = None, None
-        for window, weight, depth in product(WINDOWS, WEIGHTS, DEPTHS):
+        for brevity, window, weight, depth in product(BREVITY_WEIGHTS, WINDOWS, WEIGHTS, DEPTHS):
             if (window == 0) != (weight == 0.0):
                 continue
-            trial = replace(chosen, neighbour_window=window, neighbour_weight=weight, depth=depth)
+            trial = replace(chosen, brevity_weight=brevity, neighbour_window=window, neighbour_weight=weight, depth=depth)
             results = [score(mode, trial)["summary"]["all"] for mode in ("lexical", "hybrid")]
             key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), -window, -depth)
             if best_key is None or key > best_key:
                 best_key, best = key, trial
             print(
-                f"window {window} weight {weight:g} depth {depth}: "
+                f"brevity {brevity:g} window {window} weight {weight:g} depth {depth}: "
                 + ", ".join(
                     f"{m} hit@10 {100 * r['hit@10']:.1f} MRR {r['mrr']:.3f}"
                     for m, r in zip(("lexical", "hybrid"), results, strict=True)
                 )
             )
         chosen = best
-    print(f"\nranking chosen: window {chosen.neighbour_window}, weight {chosen.neighbour_weight}, depth {chosen.depth}")
+    print(
+        f"\nranking chosen: brevity {chosen.brevity_weight}, window {chosen.neighbour_window}, "
+        f"weight {chosen.neighbour_weight}, depth {chosen.depth}"
+    )
     print(header)
     for mode, strip in product(("lexical", "hybrid"), (False, True)):
         print(line(f"{mode}, second stage, strip_periods {strip}", score(mode, chosen, strip=strip)))
@@ -276,10 +289,11 @@ def main(argv: list[str] | None = None) -> None:
 
     # ---------------------------------------------------------------- 3. the floor
     print("\nthe floor's trade-off (dev): min_relevance | lexical hit@10, no-answer empty | hybrid hit@10, no-answer empty")
-    baseline = {mode: score(mode, chosen)["summary"]["all"]["hit@10"] for mode in ("lexical", "hybrid")}
+    runs = {mode: ranked(mode, chosen, chosen.strip_periods) for mode in ("lexical", "hybrid")}
+    baseline = {mode: score(mode, chosen, runs=runs[mode])["summary"]["all"]["hit@10"] for mode in ("lexical", "hybrid")}
     best: dict[str, tuple[float, float]] = {}  # mode -> (no-answer share, -floor) of the best floor within the bound
     for floor in FLOORS:
-        results = {mode: score(mode, chosen, floor=floor) for mode in ("lexical", "hybrid")}
+        results = {mode: score(mode, chosen, floor=floor, runs=runs[mode]) for mode in ("lexical", "hybrid")}
         hits = {mode: r["summary"]["all"]["hit@10"] for mode, r in results.items()}
         print(
             f"| {floor:.3f} | "
@@ -293,6 +307,14 @@ def main(argv: list[str] | None = None) -> None:
             break
     floors = {mode: -found[1] for mode, found in best.items()}
     floors["hybrid"] = min(floors["hybrid"], HYBRID_FLOOR_CAP)
+    # Lexically, a record that matches none of the query's words is judged by the bias alone; the
+    # floor stays above that, so such records are never filler (whatever the bound allowed).
+    nothing = 1 / (1 + math.exp(-relevance["lexical"]["bias"]))
+    if floors["lexical"] <= nothing:
+        floors["lexical"] = math.ceil(nothing * 1.05 * 10000) / 10000
+        lexical_result = score("lexical", chosen, floor=floors["lexical"], runs=runs["lexical"])
+        print(f"lexical floor raised over a record that matches nothing ({nothing:.4f}): {floors['lexical']}")
+        print(line("lexical, that floor", lexical_result))
     chosen = replace(chosen, min_relevance=floors)
     floor_chosen = floors
     print(f"\nfloor chosen: {floor_chosen}")
@@ -304,6 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         "neighbour_window": chosen.neighbour_window,
         "neighbour_weight": chosen.neighbour_weight,
         "time_weight": chosen.time_weight,
+        "brevity_weight": chosen.brevity_weight,
         "strip_periods": chosen.strip_periods,
         "min_relevance": chosen.min_relevance,
         "relevance": chosen.relevance,

@@ -71,11 +71,13 @@ class Scale:
 
 class Fusion:
     """The fused ranking of `lexical` (the lexical ranking, in its order) and `similarity`, read by
-    iterating; `scale` is the pool's once the first row is out (None: nothing to fuse)."""
+    iterating; `scale` is the pool's and `size` its rows once the first row is out (None and 0:
+    nothing to fuse)."""
 
     def __init__(self, lexical: Iterator[Ranked], similarity: Similarity, *, now: datetime, depth: int = DEPTH) -> None:
         self.lexical, self.similarity, self.now, self.depth = lexical, similarity, now, depth
         self.scale: Scale | None = None
+        self.size = 0
 
     def fused_row(self, record_id: uuid.UUID, bm25: float, prior: dict[str, float], confirmed: float) -> Ranked:
         """A record from outside the pool, fused on the pool's scale (its cosine looked up)."""
@@ -109,6 +111,7 @@ class Fusion:
                 )
         cosines = [cosine for _, cosine, _, _ in pool.values() if cosine is not None]
         low = min(cosines)
+        self.size = len(pool)
         self.scale = scale = Scale(
             best=max(bm25 for bm25, _, _, _ in pool.values()) or 1.0, low=low, spread=(max(cosines) - low) or 1.0
         )

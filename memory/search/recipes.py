@@ -19,6 +19,8 @@ of the recall evaluation (`bench/recall_eval/fit.py`), since the lexical index s
 - `time_weight` (0 to 2): what a record observed or valid in a period the query names gains, as a
   share of the best match; `strip_periods` (true/false): whether those date words leave the lexical
   query.
+- `brevity_weight` (0 to 1; 0: off): what a short turn of a session (an acknowledgement such as
+  "Wow, nice!") loses, as a share of the best match, by how short it is.
 - `relevance`: the calibration of each item's `relevance`, per mode ("lexical", "hybrid"): a
   logistic function's bias and one weight per feature (coverage, cosine, neighbour); and
   `min_relevance`, the floor a recall applies unless it names its own, per mode (0 to 1; one number
@@ -69,14 +71,15 @@ BM25_DEFAULTS: dict[str, Any] = {"stemmer": "english", "stop_words": "english", 
 RELEVANCE_FEATURES = ("coverage", "cosine", "neighbour")
 SECOND_STAGE_DEFAULTS: dict[str, Any] = {
     "rerank_depth": 50,
-    "neighbour_window": 2,
+    "neighbour_window": 1,
     "neighbour_weight": 0.1,
     "time_weight": 0.3,
+    "brevity_weight": 0.2,
     "strip_periods": False,
-    "min_relevance": {"lexical": 0.004, "hybrid": 0.0002},
+    "min_relevance": {"lexical": 0.0024, "hybrid": 0.0002},
     "relevance": {
-        "lexical": {"bias": -6.137, "coverage": 9.672, "neighbour": 0.0},
-        "hybrid": {"bias": -10.687, "coverage": 7.081, "cosine": 10.677, "neighbour": 0.0},
+        "lexical": {"bias": -6.082, "coverage": 9.562, "neighbour": 0.0},
+        "hybrid": {"bias": -11.14, "coverage": 7.23, "cosine": 11.298, "neighbour": 0.0},
     },
 }
 LEXICAL_DEFAULTS: dict[str, Any] = {**BM25_DEFAULTS, **SECOND_STAGE_DEFAULTS}
@@ -86,6 +89,7 @@ BOUNDS = {
     "b": (0.0, 1.0),
     "neighbour_weight": (0.0, 1.0),
     "time_weight": (0.0, 2.0),
+    "brevity_weight": (0.0, 1.0),
 }
 INTEGER_BOUNDS = {"rerank_depth": (1, 500), "neighbour_window": (0, 5)}
 RELEVANCE_MODES = ("lexical", "hybrid")

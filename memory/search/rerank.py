@@ -3,7 +3,8 @@ cannot say, and each judged for how likely it is to answer the query.
 
 The first stage is the lexical ranking (`memory.search.ranking`), fused with the semantic index
 when one serves (`memory.search.fusion`). The second stage takes its first `rerank_depth` rows (the
-recipe's; `memory.search.recipes`) and:
+recipe's; `memory.search.recipes`), or the whole fused pool when that is larger (the first stage
+has read and scored it already), and:
 
 1. **Neighbours.** Records written from one conversation carry its session (provenance
    `session_id`); within one subject and session they are ordered by when they were observed
@@ -13,12 +14,13 @@ recipe's; `memory.search.recipes`) and:
    tool's successive outputs, as long as the writer gives them a session. A record gains from a
    neighbour that matches more strongly than itself, within `neighbour_window` places of it:
    `neighbour` = `neighbour_weight` x the largest (neighbour's match - its own match) / distance,
-   where a row's *match* is its score without the priors (BM25; fused: BM25 and cosine on the
-   pool's scale). So the reply to the turn that shares the question's words rises towards it, and
-   the best matches themselves are not moved by weaker records around them. Neighbours that are not candidates join the pool (their match: their cosine on
-   the pool's scale, no lexical share), so a reply that shares no word with the question can be
-   returned. They are read in one query over the hard-filtered scope (`ScopedRecords`), never
-   beyond it: a record out of scope, expired, not valid now or not active is nobody's neighbour.
+   where a row's *match* is its score without the priors and this stage's other parts (BM25;
+   fused: BM25 and cosine on the query's scale, 4. below). So the reply to the turn that shares the question's words rises towards it, and
+   the best matches themselves are not moved by weaker records around them. Neighbours that are
+   not candidates join the pool (their match: their cosine, no lexical share), so a reply that
+   shares no word with the question can be returned. They are read in one query over the
+   hard-filtered scope (`ScopedRecords`), never beyond it, together with the candidates' own facts:
+   a record out of scope, expired, not valid now or not active is nobody's neighbour.
 2. **Time.** The dates and periods the query names (`memory.search.periods.named_periods`,
    relative to the recall's now) are a soft preference: `time` = `time_weight` x a full match (the
    query's weight, the most BM25 a record can have for it; fused: the fusion's WEIGHT) x closeness,
@@ -26,16 +28,30 @@ recipe's; `memory.search.recipes`) and:
    during it (a valid_from or valid_to that overlaps it) and halves with each period's width further
    away (nothing beyond about seven widths). With `strip_periods` the date words also leave the
    lexical query.
-3. **Relevance.** Each row's `relevance` in [0, 1]: a logistic function (the recipe's `relevance`
+3. **Brevity.** A turn of a sequence says less the shorter it is: in a conversation the short
+   turns are mostly acknowledgements ("Wow, nice!", "Same here.") that match a question through a
+   speaker's name or one word. `brevity` = -`brevity_weight` x a full match x (1 - log(1 + length)
+   / log(1 + BREVITY_CHARS)), nothing from BREVITY_CHARS characters on, and only for episodic
+   records in a sequence (TURN_KINDS): a preference or a fact is distilled, and a note outside a
+   sequence is as long as it needs to be.
+4. **The query's scale (hybrid).** The first stage fuses BM25 scaled by the pool's best: where
+   nothing matches more of the question than a speaker's name, a name-only match counts as a full
+   lexical match there. The stage puts each fused row on the query's scale instead: WEIGHT x (ALPHA
+   x coverage + (1 - ALPHA) x cosine), the cosine as it is (`fusion` takes the difference, so
+   `score` stays the sum of the parts).
+5. **Relevance.** Each row's `relevance` in [0, 1]: a logistic function (the recipe's `relevance`
    for the mode, lexical or hybrid) of query-normalised features, so that it reads alike across the
    queries of one index: `coverage` (the row's BM25 over the most BM25 the query allows, i.e. the
    share of the query's idf weight it matches, with a named period counted as one more term a record
    observed then matches), `cosine` (hybrid only) and `neighbour` (the best neighbour's own
-   relevance over its distance). A query without terms or periods judges nothing: every row is 1.
-   Recall leaves out rows under its floor (`min_relevance`) and counts them.
+   relevance over its distance). Not brevity: it orders turns that match alike, but a short turn
+   can be the answer ("Yes, last May."), and a floor must not drop it for its length. A query
+   without terms or periods judges nothing: every row is 1. Recall leaves out rows under its floor
+   (`min_relevance`) and counts them.
 
-`score_parts` gain `neighbour` and `time` where they add something; `score` stays their sum. The rows come out in score order
-(ties: match, the most recently confirmed, the id), the first stage's later rows after them.
+`score_parts` gain `neighbour`, `time` and `brevity` where they add something; `score` stays their
+sum. The rows come out in score order (ties: match, the most recently confirmed, the id), the first
+stage's later rows after them.
 """
 
 from __future__ import annotations
@@ -49,20 +65,22 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol
 
-from django.db.models import Case, F, Max, QuerySet, Subquery, Value, When, Window
+from django.db.models import Case, F, Max, Q, QuerySet, Subquery, Value, When, Window
 from django.db.models.expressions import RowRange
 from django.db.models.functions import Coalesce, Length, RowNumber
 
 from memory.models import MemoryRecord
-from memory.search.fusion import WEIGHT, Fusion
+from memory.search.fusion import ALPHA, WEIGHT, Fusion
 from memory.search.periods import Period
 from memory.search.ranking import Ranked, priors
 from memory.search.recipes import second_stage
 
 PRIORS = ("authority", "confidence", "recency")
-ADDED = ("neighbour", "time")  # the parts this stage adds
+ADDED = ("neighbour", "time", "brevity")  # the parts this stage adds
 MODES = ("lexical", "hybrid")
 CLOSENESS_MIN = 0.01  # closer than about seven widths of the period, or nothing
+BREVITY_CHARS = 200  # a turn this long (about two sentences) or longer says enough to lose nothing
+TURN_KINDS = frozenset({"episodic"})  # records of what was said or done, as it happened (a turn, an event)
 
 
 # --------------------------------------------------------------------------------------------
@@ -84,18 +102,16 @@ class Facts:
     authority: str
     confidence: float
     confirmed_at: datetime
+    kind: str = ""  # the kind's name
+    length: int = 0  # characters of content
 
 
 class Records(Protocol):
     """Where the stage reads facts: the hard-filtered scope, and nothing beyond it."""
 
-    def facts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Facts]:
-        """The facts of those of `ids` that are in the scope."""
-        ...
-
     def around(self, ids: Collection[uuid.UUID], window: int) -> list[Facts]:
-        """The records of the scope within `window` places of one of `ids` in its sequence (those
-        of `ids` in a sequence included), with their positions."""
+        """Those of `ids` in the scope, and the records of the scope within `window` places of one
+        of them in its sequence, with their positions (0 outside a sequence)."""
         ...
 
 
@@ -118,7 +134,9 @@ def _aware(value: Any) -> Any:
 
 
 def _facts(row: Sequence[Any], position: int = 0) -> Facts:
-    pk, subject, session, observed_at, created_at, valid_from, valid_to, authority, confidence, confirmed_at = row[:10]
+    pk, subject, session, observed_at, created_at, valid_from, valid_to, authority, confidence, confirmed_at, kind, length = row[
+        :12
+    ]
     return Facts(
         record_id=pk,
         group=(subject, session) if session else None,
@@ -129,23 +147,20 @@ def _facts(row: Sequence[Any], position: int = 0) -> Facts:
         authority=authority,
         confidence=float(confidence),
         confirmed_at=_aware(confirmed_at),
+        kind=kind or "",
+        length=int(length or 0),
     )
 
 
 class ScopedRecords:
     """`Records` over the hard-filtered queryset recall loads its items from: one query for the
-    facts, one for the neighbours (a window over the candidates' sequences)."""
+    candidates' facts and their neighbours (a window over the candidates' sequences)."""
 
     def __init__(self, records: QuerySet[MemoryRecord]) -> None:
-        self.records = records.order_by()
-
-    def facts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Facts]:
-        if not ids:
-            return {}
-        return {row[0]: _facts(row) for row in self.records.filter(pk__in=list(ids)).values_list(*FIELDS)}
+        self.records = records.order_by().annotate(content_length=Length("content"))
 
     def around(self, ids: Collection[uuid.UUID], window: int) -> list[Facts]:
-        if not ids or window < 1:
+        if not ids:
             return []
         ids = list(ids)
         order = [
@@ -159,10 +174,14 @@ class ScopedRecords:
         # The candidates' subjects and sessions bound the read to their sequences (and let the
         # database use the recall index's subject); the window marks each row within `window`
         # places of a candidate, and only those rows come back.
+        # Candidates outside a sequence come back too (their facts, in the same query): each is
+        # alone in its window, the partition of the subject's records without a session being
+        # only the candidates among them.
         candidates = self.records.filter(pk__in=ids).exclude(session_id="")
         rows = (
             self.records.filter(
-                subject__in=Subquery(candidates.values("subject")), session_id__in=Subquery(candidates.values("session_id"))
+                Q(pk__in=ids)
+                | Q(subject__in=Subquery(candidates.values("subject")), session_id__in=Subquery(candidates.values("session_id")))
             )
             .annotate(
                 near=Window(
@@ -174,9 +193,9 @@ class ScopedRecords:
                 place=Window(RowNumber(), partition_by=partition, order_by=order),
             )
             .filter(near=1)
-            .values_list(*FIELDS, "place")
+            .values_list(*FIELDS, "kind__name", "content_length", "place")
         )
-        return [_facts(row, int(row[-1])) for row in rows]
+        return [_facts(row, int(row[-1]) if row[2] else 0) for row in rows]
 
 
 def _natural(turn: str) -> tuple:
@@ -204,15 +223,15 @@ class ListedRecords:
                 self.places[record.id] = (group, place)
 
     def _row(self, record: Any, place: int = 0) -> Facts:
-        return _facts([getattr(record, name) for name in FIELDS], place)
-
-    def facts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Facts]:
-        return {pk: self._row(self.by_id[pk]) for pk in ids if pk in self.by_id}
+        kind = getattr(getattr(record, "kind", None), "name", "")  # (loaded with the record: select_related)
+        return _facts([*(getattr(record, name) for name in FIELDS), kind, len(getattr(record, "content", "") or "")], place)
 
     def around(self, ids: Collection[uuid.UUID], window: int) -> list[Facts]:
         found: dict[uuid.UUID, Facts] = {}
         for pk in ids:
-            if window < 1 or pk not in self.places:
+            if pk in self.by_id and pk not in self.places:  # outside a sequence: itself alone
+                found.setdefault(pk, self._row(self.by_id[pk]))
+            if pk not in self.places:
                 continue
             group, place = self.places[pk]
             members = self.sequences[group]
@@ -234,6 +253,7 @@ class Settings:
     neighbour_window: int
     neighbour_weight: float
     time_weight: float
+    brevity_weight: float
     strip_periods: bool
     min_relevance: Mapping[str, float]  # the default floor per mode
     relevance: Mapping[str, Mapping[str, float]]
@@ -246,6 +266,7 @@ class Settings:
             neighbour_window=int(found["neighbour_window"]),
             neighbour_weight=float(found["neighbour_weight"]),
             time_weight=float(found["time_weight"]),
+            brevity_weight=float(found["brevity_weight"]),
             strip_periods=bool(found["strip_periods"]),
             min_relevance=_floors(found["min_relevance"]),
             relevance=found["relevance"],
@@ -339,6 +360,28 @@ def own_logit(row: Ranked, query: Query, coefficients: Mapping[str, float], near
     return value
 
 
+def brevity(facts: Facts | None) -> float:
+    """How short a turn of a sequence is, in [0, 1): 1 - log(1 + its length) / log(1 + BREVITY_CHARS),
+    0 at BREVITY_CHARS characters and beyond. Only for the records of a sequence of a kind that
+    records what was said as it was said (TURN_KINDS): a distilled memory (a preference, a fact) or a
+    note outside a sequence is as long as it needs to be, and an unknown record loses nothing."""
+    if facts is None or facts.group is None or facts.kind not in TURN_KINDS:
+        return 0.0
+    return max(0.0, 1.0 - math.log1p(facts.length) / math.log1p(BREVITY_CHARS))
+
+
+def on_query_scale(row: Ranked, query: Query) -> Ranked:
+    """A fused row with its fused relevance put on the query's scale: WEIGHT x (ALPHA x coverage +
+    (1 - ALPHA) x cosine), `fusion` taking the difference from BM25 and cosine. The first stage
+    scales BM25 by the pool's best, so where nothing matches more of the question than a speaker's
+    name, a name-only match counts as a full lexical match; here it counts for the share of the
+    question it matches, and the cosine for itself (not min-max scaled over the pool)."""
+    lexical, cosine = row.parts.get("lexical", 0.0), row.parts.get("semantic", 0.0)
+    share = max(0.0, min(1.0, lexical / query.weight)) if query.weight > 0 else 0.0
+    fused = WEIGHT * (ALPHA * share + (1 - ALPHA) * cosine)
+    return _with(row, fusion=fused - lexical - cosine)
+
+
 # --------------------------------------------------------------------------------------------
 # the stage
 
@@ -377,30 +420,35 @@ def rerank(
     floor: float = 0.0,
     observe: Callable[[Ranked, dict[str, float]], None] | None = None,
 ) -> Iterator[Ranked]:
-    """The first stage's `rows` re-ranked (the first `settings.depth` and their neighbours), each
+    """The first stage's `rows` re-ranked (the first `settings.depth`, or the fused pool, and their neighbours), each
     with `neighbour`, `time` and `relevance`; then the first stage's later rows as they come, judged
     on their own features, up to the first whose relevance is under `floor` (they are weaker than
     every re-ranked row, and the rows after it weaker still). `observe` (the tuning script's) is
     given each re-ranked row with its relevance features."""
     head = list(islice(rows, settings.depth))
+    if fusion is not None and fusion.size > len(head):  # the whole fused pool: the first stage read it anyway
+        head += islice(rows, fusion.size - len(head))
     coefficients = settings.relevance.get(query.mode) or settings.relevance.get("lexical") or {}
     nb_coefficient = coefficients.get("neighbour", 0.0)
     pool: dict[uuid.UUID, Ranked] = {row.record_id: row for row in head}
     facts: dict[uuid.UUID, Facts] = {}
     links: dict[uuid.UUID, list[tuple[uuid.UUID, int]]] = {}
-    window = settings.neighbour_window
-    if head and window > 0 and (settings.neighbour_weight > 0 or nb_coefficient):
-        placed = records.around(list(pool), window)
+    window = settings.neighbour_window if settings.neighbour_weight > 0 or nb_coefficient else 0
+    if head and (window > 0 or settings.brevity_weight > 0 or query.periods):
+        placed = records.around(list(pool), window)  # the candidates' facts come with their neighbours
         links = _neighbours(placed, window)
+        outside = [found.record_id for found in placed if found.record_id not in pool]
+        if fusion is not None and outside:  # their cosines in one read, not one each
+            fusion.similarity.prefetch(outside)
         for found in placed:
             facts[found.record_id] = found
             if found.record_id not in pool:
                 pool[found.record_id] = _outside_row(found, now=now, fusion=fusion)
-    if head and query.periods:
-        missing = [pk for pk in pool if pk not in facts]
-        facts.update(records.facts(missing))
+    if fusion is not None:
+        pool = {pk: on_query_scale(row, query) for pk, row in pool.items()}
     full = WEIGHT if fusion is not None else (query.weight or 1.0)
     near = {pk: closeness(facts.get(pk), query.periods) for pk in pool}
+    short = {pk: brevity(facts.get(pk)) for pk in pool}
     own = {pk: _logistic(own_logit(row, query, coefficients, near[pk])) for pk, row in pool.items()}
     reranked = []
     for pk, row in pool.items():
@@ -408,13 +456,18 @@ def rerank(
         for other, distance in links.get(pk, ()):
             gain = max(gain, (match(pool[other]) - mine) / distance)
             support = max(support, own[other] / distance)
-        added = {"neighbour": settings.neighbour_weight * gain, "time": settings.time_weight * full * near[pk]}
-        parts = {name: value for name, value in added.items() if value > 0}
+        added = {
+            "neighbour": settings.neighbour_weight * gain,
+            "time": settings.time_weight * full * near[pk],
+            "brevity": -settings.brevity_weight * full * short[pk],
+        }
+        parts = {name: value for name, value in added.items() if value}
         logit = own_logit(row, query, coefficients, near[pk]) + nb_coefficient * support
         relevance = _logistic(logit) if query.judged else 1.0
         if observe is not None:
             cosine = row.parts.get("semantic", 0.0) if query.mode == "hybrid" else 0.0
-            observe(row, {"coverage": coverage(row, query, near[pk]), "cosine": cosine, "neighbour": support, "time": near[pk]})
+            features = {"coverage": coverage(row, query, near[pk]), "cosine": cosine, "neighbour": support, "time": near[pk]}
+            observe(row, {**features, "brevity": short[pk]})
         reranked.append(replace(_with(row, **parts), relevance=relevance))
     reranked.sort(key=lambda row: (-row.score, -match(row), -row.confirmed, str(row.record_id)))
     yield from reranked
@@ -429,7 +482,7 @@ def rerank(
 
 def _outside_row(found: Facts, *, now: datetime, fusion: Fusion | None) -> Ranked:
     """A neighbour the first stage did not rank this far: no lexical share (it is past the rows
-    read), its cosine on the fused pool's scale when fused."""
+    read), its cosine when fused (put on the query's scale with the rest of the pool)."""
     prior = priors(found.authority, found.confidence, found.confirmed_at, now)
     confirmed = found.confirmed_at.timestamp()
     if fusion is not None:
