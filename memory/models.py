@@ -352,6 +352,12 @@ class MemoryRecord(HistoryContext, models.Model):
                 condition=Q(status=Status.ACTIVE),
                 name="memory_recall_active_idx",
             ),
+            # recall's second stage: the records of one conversation (subject and session) in scope
+            models.Index(
+                fields=["tenant", "agent", "session_id"],
+                condition=Q(status=Status.ACTIVE),
+                name="memory_sequence_idx",
+            ),
             # quarantine queue: oldest first per tenant
             models.Index(fields=["tenant", "created_at"], condition=Q(status=Status.QUARANTINED), name="memory_quarantine_idx"),
             # ... and its risk-flagged part (a few rows): counted on every queue page, listed first on request

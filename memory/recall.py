@@ -330,7 +330,7 @@ def fill_budget(
                 break
 
 
-SCAN_DEPTH = 20  # ranked rows examined per requested item, at most, when the budget skips them
+SCAN_DEPTH = 5  # ranked rows examined per requested item, at most, when the budget skips them
 
 
 def estimate_tokens(text: str) -> int:

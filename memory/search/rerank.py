@@ -18,7 +18,7 @@ has read and scored it already), and:
    fused: BM25 and cosine on the query's scale, 4. below). So the reply to the turn that shares the question's words rises towards it, and
    the best matches themselves are not moved by weaker records around them. Neighbours that are
    not candidates join the pool (their match: their cosine, no lexical share), so a reply that
-   shares no word with the question can be returned. They are read in one query over the
+   shares no word with the question can be returned. They are read in two queries over the
    hard-filtered scope (`ScopedRecords`), never beyond it, together with the candidates' own facts:
    a record out of scope, expired, not valid now or not active is nobody's neighbour.
 2. **Time.** The dates and periods the query names (`memory.search.periods.named_periods`,
@@ -65,7 +65,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol
 
-from django.db.models import Case, F, Max, Q, QuerySet, Subquery, Value, When, Window
+from django.db.models import Case, F, Max, Q, QuerySet, Value, When, Window
 from django.db.models.expressions import RowRange
 from django.db.models.functions import Coalesce, Length, RowNumber
 
@@ -153,7 +153,7 @@ def _facts(row: Sequence[Any], position: int = 0) -> Facts:
 
 
 class ScopedRecords:
-    """`Records` over the hard-filtered queryset recall loads its items from: one query for the
+    """`Records` over the hard-filtered queryset recall loads its items from: two queries for the
     candidates' facts and their neighbours (a window over the candidates' sequences)."""
 
     def __init__(self, records: QuerySet[MemoryRecord]) -> None:
@@ -171,18 +171,21 @@ class ScopedRecords:
             F("id").asc(),
         ]
         partition = [F("subject"), F("session_id")]
-        # The candidates' subjects and sessions bound the read to their sequences (and let the
-        # database use the recall index's subject); the window marks each row within `window`
-        # places of a candidate, and only those rows come back.
-        # Candidates outside a sequence come back too (their facts, in the same query): each is
+        # Two reads. First the candidates' sequences (subject and session), given to the second as
+        # lists so the database reads their records by the sequence index (memory_sequence_idx), not
+        # the whole scope. The second's window marks each row within `window` places of a
+        # candidate, and only those rows come back; a record of one of those subjects and one of
+        # those sessions that is not a candidate's sequence is a partition of its own, never near.
+        # Candidates outside a sequence come back too (their facts, in the same read): each is
         # alone in its window, the partition of the subject's records without a session being
         # only the candidates among them.
-        candidates = self.records.filter(pk__in=ids).exclude(session_id="")
+        groups = set(self.records.filter(pk__in=ids).exclude(session_id="").values_list("subject", "session_id"))
+        where = Q(pk__in=ids)
+        if groups:
+            subjects, sessions = (sorted(set(column)) for column in zip(*groups, strict=True))
+            where |= Q(subject__in=subjects, session_id__in=sessions)
         rows = (
-            self.records.filter(
-                Q(pk__in=ids)
-                | Q(subject__in=Subquery(candidates.values("subject")), session_id__in=Subquery(candidates.values("session_id")))
-            )
+            self.records.filter(where)
             .annotate(
                 near=Window(
                     Max(Case(When(pk__in=ids, then=Value(1)), default=Value(0))),

@@ -99,6 +99,25 @@ def test_scoped_and_listed_records_order_a_session_alike(credential, write):
         assert places[records[1].pk] < places[middle.pk] < places[records[2].pk]
 
 
+def test_neighbours_come_from_the_candidates_own_sequences_in_two_reads(write, django_assert_num_queries):
+    # Candidates in (ana, s-1) and (ben, s-2): the records of (ana, s-2) and (ben, s-1) share a
+    # subject with one candidate and a session with the other, and are nobody's neighbours.
+    def turn(subject: str, session: str, n: int):
+        return write(subject=subject, content=f"{subject} turn {n}.", provenance={"session_id": session, "turn_id": f"t{n}"})
+
+    ana = [turn("customer/ana", "s-1", n) for n in (1, 2, 3)]
+    ben = [turn("customer/ben", "s-2", n) for n in (1, 2, 3)]
+    crossed = [turn("customer/ana", "s-2", n) for n in (1, 2)] + [turn("customer/ben", "s-1", n) for n in (1, 2)]
+    alone = write(subject="customer/ana", content="no session", provenance={"session_id": None})
+    scoped = ScopedRecords(MemoryRecord.objects.all())
+    with django_assert_num_queries(2):
+        found = scoped.around([ana[1].pk, ben[0].pk, alone.pk], 1)
+    assert {f.record_id for f in found} == {*(r.pk for r in ana), ben[0].pk, ben[1].pk, alone.pk}
+    assert not {f.record_id for f in found} & {r.pk for r in crossed}
+    listed = ListedRecords(MemoryRecord.objects.select_related("kind"))
+    assert {f.record_id for f in listed.around([ana[1].pk, ben[0].pk, alone.pk], 1)} == {f.record_id for f in found}
+
+
 def test_a_record_observed_in_the_period_the_query_names_gains_time(credential, write):
     def noted(observed: str):
         return write(content="Ana went hiking with Tom.", provenance={"session_id": None, "observed_at": observed})
