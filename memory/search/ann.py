@@ -42,6 +42,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -85,6 +86,7 @@ REFRESH_SHARE = 0.1
 READ_CHUNK = 10_000
 ID_BYTES = 16
 DEAD = bytes(ID_BYTES)
+STORAGE_DIR = re.compile(r"^memory_search_sem_\d+$")  # a semantic index's directory (its storage name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +227,12 @@ def partitions(storage_name: str) -> dict[int, dict]:
         if meta is not None:
             found[int(path.stem.split("-", 1)[1])] = meta
     return found
+
+
+def stored() -> set[str]:
+    """The storage names that have a directory of files here, whatever the database still holds."""
+    root = Path(settings.SEMANTIC_ANN_DIR)
+    return {path.name for path in root.iterdir() if path.is_dir() and STORAGE_DIR.match(path.name)} if root.is_dir() else set()
 
 
 def drop(storage_name: str) -> None:

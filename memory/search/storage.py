@@ -120,8 +120,13 @@ def storage_tables() -> list[str]:
 
 def drop_storage_except(keep: Iterable[str]) -> list[str]:
     """Drop every index storage not named in `keep` (left behind by a retired index, a failed
-    build, or a test database flush); returns the names dropped."""
-    dropped = sorted(storage_names_present() - set(keep))
+    build, or a test database flush), and every directory of approximate-search files whose index
+    is not named there; returns the names dropped."""
+    keep = set(keep)
+    dropped = sorted(storage_names_present() - keep)
     for name in dropped:
         drop_storage(name)
+    for name in sorted(ann.stored() - keep - set(dropped)):  # files whose tables are gone (a restore, a flush)
+        ann.drop(name)
+        dropped.append(name)
     return dropped

@@ -5,6 +5,7 @@ with the index, refreshed by its job, and validated in the recipe. Runs with the
 (the packaged model and faiss-cpu) on both databases."""
 
 import dataclasses
+import shutil
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -449,6 +450,19 @@ def test_dropping_or_retiring_the_index_removes_its_files(credential, records, d
     assert directory.is_dir()
     storage.drop_storage(again.storage_name)
     assert not directory.exists()
+
+
+def test_files_whose_index_tables_are_gone_are_dropped_with_the_other_leftovers(credential, records, ann_dir):
+    index = build()
+    kept = ann.index_dir(index.storage_name)
+    orphan = ann.index_dir("memory_search_sem_99999")  # as a restore or a flush leaves them
+    shutil.copytree(kept, orphan)
+    unrelated = Path(ann_dir) / "notes"
+    unrelated.mkdir()
+    served = {i.storage_name for i in SearchIndex.objects.all()}
+    assert storage.drop_storage_except(served) == ["memory_search_sem_99999"]
+    assert not orphan.exists() and kept.is_dir() and unrelated.is_dir()
+    assert ask(credential, QUERIES[0]).semantic == index.name
 
 
 def test_an_index_without_partitions_leaves_no_directory(credential, records):
