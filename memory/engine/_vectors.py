@@ -68,6 +68,9 @@ class Vectors:
             )
         if self.wait_for_writers is not None:
             self.reconcile(name)
+        # Statistics for the rows just loaded: without them the planner takes the pending rows
+        # for a handful and reads every one of them for each chunk the build embeds.
+        self.analyze(name)
         return self.count_rows(name)
 
     def reconcile(self, name: str) -> None:
@@ -115,14 +118,18 @@ class Vectors:
         if record_ids is not None:
             where += f" AND {self.ids_sql('d.record_id', '%s')}"
             params.append(self.ids_value(record_ids))
+        # The content is read per row, for the rows the limit keeps: as a join, PostgreSQL estimates
+        # that almost no pending row matches its record on two columns, and joins every pending row
+        # of the table to pick the first few (seconds per chunk at a million). The triggers keep a
+        # pending row's content_hash the record's, so a row without content is a row in flight.
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT d.record_id, d.content_hash, r.content FROM {name} d JOIN {self.ddl.RECORDS} r "
-                f"ON r.id = d.record_id AND r.content_hash = d.content_hash WHERE {where} "
+                f"SELECT d.record_id, d.content_hash, (SELECT r.content FROM {self.ddl.RECORDS} r "
+                f"WHERE r.id = d.record_id AND r.content_hash = d.content_hash) FROM {name} d WHERE {where} "
                 f"ORDER BY d.record_id LIMIT {int(limit)}",
                 params,
             )
-            return [(uuid.UUID(str(pk)), digest, content) for pk, digest, content in cursor.fetchall()]
+            return [(uuid.UUID(str(pk)), digest, content) for pk, digest, content in cursor.fetchall() if content is not None]
 
     def store_vectors(self, name: str, rows: Sequence[tuple[uuid.UUID, str, bytes]]) -> int:
         """Write embeddings for (record id, content hash, vector bytes), each only if the row is
