@@ -1,6 +1,7 @@
 """The TypeScript client (clients/typescript, npm package `governed-memory-client`) from here:
 
-- installed from its lock file with `npm ci` (the npm registry) and built with `tsc`, once per session;
+- installed from its lock file with `npm ci` (the npm registry) and built with `tsc`, once per session,
+  its declarations compiled as a strict consumer uses them (`tests/types.check.ts`);
 - its request and response types, generated from the app's OpenAPI schema by openapi-typescript,
   must equal what the schema generates now (a stale `src/api-types.ts` fails);
 - its own tests (Node's test runner, `clients/typescript/tests/`) run against live servers: one as
@@ -36,7 +37,7 @@ ROOT_README = ROOT / "README.md"
 REGENERATE = (
     ".venv/bin/python manage.py spectacular --file clients/typescript/openapi.yaml && (cd clients/typescript && npm run generate)"
 )
-NODE_TESTS = 17  # at least this many tests in clients/typescript/tests/
+NODE_TESTS = 18  # at least this many tests in clients/typescript/tests/
 
 
 def run(command: list[str], *, cwd: Path = PACKAGE, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
@@ -51,10 +52,11 @@ def run(command: list[str], *, cwd: Path = PACKAGE, timeout: float = 600, **kwar
 @pytest.fixture(scope="session")
 def typescript_package() -> Path:
     """The package installed from package-lock.json (dev dependencies only: typescript,
-    openapi-typescript, @types/node) and built into dist/."""
+    openapi-typescript, @types/node), built into dist/ and its declarations type-checked."""
     assert shutil.which("node") and shutil.which("npm"), "Node (20 or later) and npm are needed for the TypeScript client"
     run(["npm", "ci", "--no-audit", "--no-fund"])
     run(["npm", "run", "build"])
+    run(["npm", "run", "check"])  # the declarations as a strict consumer sees them (tests/types.check.ts)
     return PACKAGE
 
 

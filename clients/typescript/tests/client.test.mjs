@@ -80,6 +80,25 @@ test("each provenance helper picks an authority the server accepts; untrusted so
   assert.deepEqual((await client.recall("acme support line", { purpose: "support", subject })).items, []);
 });
 
+test("dates go out as ISO 8601, and a summary derived from other records awaits review", async () => {
+  const client = new Client(server());
+  const subject = freshSubject();
+  const expiresAt = new Date(Date.now() + 5 * 86400 * 1000);
+  const validFrom = new Date(Date.now() - 86400 * 1000);
+  const dated = await client.remember("Acme's office is closed in August.", userFact(subject, 1, { expiresAt, validFrom }));
+  assert.equal(Date.parse(dated.expires_at), expiresAt.getTime());
+  assert.equal(Date.parse(dated.valid_from), validFrom.getTime());
+  const ttl = await client.remember("Acme's office reopens in September.", userFact(subject, 2, { ttlSeconds: 3600 }));
+  assert.ok(Math.abs(Date.parse(ttl.expires_at) - Date.parse(ttl.created_at) - 3600 * 1000) < 5000);
+
+  const summary = await client.remember(
+    "Acme's office is closed in August and reopens in September.",
+    userFact(subject, 3, { kind: "semantic", provenance: Provenance.agentInference({ session: sessionOf(subject) }), derivedFrom: [dated, ttl.id] }),
+  );
+  assert.ok(summary.awaitingReview && summary.quarantine_reason);
+  assert.deepEqual((await allAbout(client, subject)).map((m) => m.status), ["active", "active", "quarantined"]);
+});
+
 test("a write whose answer is lost is retried with the same key and stored once", async () => {
   const recording = recordingFetch({ lose: postsTo("/memories/") });
   const client = new Client({ ...server(), fetch: recording, retry: fast });
