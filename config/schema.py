@@ -64,7 +64,7 @@ def problem_responses(result, generator, request, public):
                 content = response.get("content", {})
                 if code.startswith(("4", "5")) and "application/json" in content:
                     response["content"] = {PROBLEM: content.pop("application/json")}
-            for code in _problems_for(path, method, operation):
+            for code in sorted(_problems_for(path, method, operation)):  # one order: the schema is stable
                 responses.setdefault(code, _problem_response(code))
             for parameter in operation.get("parameters", []):
                 # DRF reads an empty query value as "not given", so an empty string is allowed.
