@@ -39,8 +39,8 @@ Catch it where quarantine is expected and carry on without the memory.
 
 Not supported, each a clear error: `list_namespaces` (`UnsupportedOperation`), and `put` with an
 `index` (the service indexes every memory's content itself). `ttl` (minutes) on `put` becomes the
-memory's time to live; `refresh_ttl` is ignored: a memory's time to live counts from its write
-and lengthens when it is confirmed, not when it is read.
+memory's time to live; `refresh_ttl` is ignored: a memory's time to live counts from its write,
+and reading it does not extend it.
 """
 
 from __future__ import annotations
@@ -196,6 +196,8 @@ class GovernedMemoryStore(BaseStore):
             write = _write(op, namespace, self.purpose)
             existing = _read(client.get, op.key) if _core._UUID.fullmatch(op.key) else None
             memory = client.remember(**write, **_target(namespace, op.key, existing))
+            if memory.awaiting_review and memory.replayed:  # the first answer again: has it been promoted since?
+                memory = client.get(memory.id)
             if memory.awaiting_review:
                 held.append(memory)
             return None
@@ -219,6 +221,8 @@ class GovernedMemoryStore(BaseStore):
             write = _write(op, namespace, self.purpose)
             existing = await _aread(client.get, op.key) if _core._UUID.fullmatch(op.key) else None
             memory = await client.remember(**write, **_target(namespace, op.key, existing))
+            if memory.awaiting_review and memory.replayed:
+                memory = await client.get(memory.id)
             if memory.awaiting_review:
                 held.append(memory)
             return None
