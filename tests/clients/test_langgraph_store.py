@@ -262,12 +262,24 @@ def test_the_async_path_runs_a_graph_through_abatch_and_quarantine_is_held_until
     assert MemoryRecord.objects.filter(content=READ).count() == 1
 
 
-def test_a_store_from_a_sync_client_serves_the_async_methods_in_a_thread(store):
-    async def use() -> list[str]:
-        await store.aput(PREFERENCES, "t", {"content": SAID, "confidence": 0.9, "provenance": Provenance.user_turn("s-7", 1)})
-        return [item.value["content"] for item in await store.asearch(PREFERENCES, query="contact acme")]
+def test_a_store_from_a_sync_client_or_the_environment_serves_both_sync_and_async(store, api_server, token, monkeypatch):
+    async def use(store: GovernedMemoryStore, n: int) -> list[str]:
+        said = {"content": f"Acme prefers email ({n}).", "confidence": 0.9, "provenance": Provenance.user_turn("s-7", n)}
+        await store.aput(PREFERENCES, f"t-{n}", said)
+        return sorted(item.value["content"] for item in await store.asearch(PREFERENCES, query="acme email"))
 
-    assert asyncio.run(use()) == [SAID]
+    assert asyncio.run(use(store, 1)) == ["Acme prefers email (1)."]  # a Client: in a worker thread
+    monkeypatch.setenv("GOVERNED_MEMORY_URL", api_server.base)
+    monkeypatch.setenv("GOVERNED_MEMORY_TOKEN", token)
+    from_env = GovernedMemoryStore(purpose="support")
+    # Two event loops, one store: each async batch has its own connection.
+    assert asyncio.run(use(from_env, 2)) == ["Acme prefers email (1).", "Acme prefers email (2)."]
+    assert len(asyncio.run(use(from_env, 3))) == 3
+    assert len(from_env.search(PREFERENCES, query="acme email")) == 3
+    from_env.close()
+    monkeypatch.delenv("GOVERNED_MEMORY_URL")
+    with pytest.raises(ValueError, match="GOVERNED_MEMORY_URL"):
+        GovernedMemoryStore(purpose="support")
 
 
 UNSUPPORTED = [

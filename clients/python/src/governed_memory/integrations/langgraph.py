@@ -106,33 +106,23 @@ class GovernedMemoryStore(BaseStore):
     how namespaces, keys and values map onto memories).
 
     `client`: a `Client` (then `abatch` runs the calls in a worker thread), an `AsyncClient`
-    (then only the async methods work), or None to make both, like `Client()`, from
-    GOVERNED_MEMORY_URL and GOVERNED_MEMORY_TOKEN. `purpose`: the purpose every write and
-    recall is made for; the token must allow it. Clients the store made are closed by `close()`
-    / `aclose()`; one passed in stays the caller's."""
+    (then only the async methods work), or None to read GOVERNED_MEMORY_URL and
+    GOVERNED_MEMORY_TOKEN now, like `Client()`: the sync methods then share one Client, and each
+    async batch opens its own connection (so any event loop works). `purpose`: the purpose every
+    write and recall is made for; the token must allow it. `close()` closes the Client the store
+    made; one passed in stays the caller's."""
 
     supports_ttl = True  # put's ttl becomes the memory's time to live
 
     def __init__(self, client: Client | AsyncClient | None = None, *, purpose: str):
         self.purpose = purpose
-        self._owned = client is None
-        self._client: Client | None
-        self._async_client: AsyncClient | None
-        if client is None:
-            self._client, self._async_client = Client(), AsyncClient()
-        elif isinstance(client, AsyncClient):
-            self._client, self._async_client = None, client
-        else:
-            self._client, self._async_client = client, None
+        self._settings = _core.settings_from_env(None, None) if client is None else None
+        self._client = Client(*self._settings) if self._settings else client if isinstance(client, Client) else None
+        self._async_client = client if isinstance(client, AsyncClient) else None
 
     def close(self) -> None:
-        if self._owned and self._client is not None:
+        if self._settings is not None and self._client is not None:
             self._client.close()
-
-    async def aclose(self) -> None:
-        self.close()
-        if self._owned and self._async_client is not None:
-            await self._async_client.close()
 
     # ----------------------------------------------------------------------------------------
 
@@ -150,11 +140,16 @@ class GovernedMemoryStore(BaseStore):
         return _finish(results, held)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order with the async client (with a Client only: in a worker
+        """Run the operations in order with the async client (built from a Client: in a worker
         thread). Raises `Quarantined` after the last one if any `put` was quarantined."""
-        client = self._async_client
-        if client is None:
-            return await anyio.to_thread.run_sync(self.batch, list(ops))
+        if self._async_client is not None:
+            return await self._abatch(self._async_client, ops)
+        if self._settings is not None:
+            async with AsyncClient(*self._settings) as client:
+                return await self._abatch(client, ops)
+        return await anyio.to_thread.run_sync(self.batch, list(ops))
+
+    async def _abatch(self, client: AsyncClient, ops: Iterable[Op]) -> list[Result]:
         held: list[Memory] = []
         results = [await self._arun(client, op, held) for op in ops]
         return _finish(results, held)
