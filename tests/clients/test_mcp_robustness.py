@@ -18,7 +18,7 @@ from mcp import Client as McpClient
 from mcp.client.stdio import StdioServerParameters
 
 from governance.models import ForgetRequest
-from governed_memory import Client, GovernedMemoryError, InvalidArgument, _core, mcp_server
+from governed_memory import Client, GovernedMemoryError, InvalidArgument, _core, _tools
 from governed_memory._mcp_guard import MAX_MESSAGE_BYTES, MAX_NESTING, rejection
 from memory import models as memory_models
 from memory import validation
@@ -305,26 +305,26 @@ def test_text_from_the_service_that_is_not_unicode_is_a_tool_error_not_a_dead_se
     assert len(tools) == 5
 
 
-def test_the_mcp_servers_limits_are_the_services():
+def test_the_tools_limits_are_the_services():
     fields = validation.ProvenanceSerializer().fields
     recall = validation.RecallQuerySerializer().fields
     assert _core.IDEMPOTENCY_KEY_MAX_CHARS == memory_models.IDEMPOTENCY_KEY_MAX_CHARS
     assert _core._UUID.pattern == UUID_PATTERN
-    assert (mcp_server.SUBJECT_MAX_CHARS, mcp_server.PURPOSE_MAX_CHARS, mcp_server.NOTE_MAX_CHARS) == (
+    assert (_tools.SUBJECT_MAX_CHARS, _tools.PURPOSE_MAX_CHARS, _tools.NOTE_MAX_CHARS) == (
         memory_models.SUBJECT_MAX_CHARS,
         memory_models.PURPOSE_MAX_CHARS,
         memory_models.NOTE_MAX_CHARS,
     )
-    assert mcp_server.KIND_MAX_CHARS == memory_models.MemoryKind._meta.get_field("name").max_length
-    assert {fields[name].max_length for name in ("session_id", "turn_id", "tool")} == {mcp_server.PROVENANCE_TEXT_MAX_CHARS}
-    assert mcp_server.URI_MAX_CHARS == fields["uri"].max_length
-    assert (mcp_server.RECALL_QUERY_MAX_CHARS, mcp_server.RECALL_KINDS_MAX_ITEMS, mcp_server.TTL_MAX_SECONDS) == (
+    assert _tools.KIND_MAX_CHARS == memory_models.MemoryKind._meta.get_field("name").max_length
+    assert {fields[name].max_length for name in ("session_id", "turn_id", "tool")} == {_tools.PROVENANCE_TEXT_MAX_CHARS}
+    assert _tools.URI_MAX_CHARS == fields["uri"].max_length
+    assert (_tools.RECALL_QUERY_MAX_CHARS, _tools.RECALL_KINDS_MAX_ITEMS, _tools.TTL_MAX_SECONDS) == (
         validation.RECALL_QUERY_MAX_CHARS,
         validation.RECALL_KINDS_MAX_ITEMS,
         validation.TTL_MAX_SECONDS,
     )
-    assert mcp_server.RECALL_LIMIT_MAX == settings.MEMORY_RECALL_MAX_LIMIT
-    assert mcp_server.TOKEN_BUDGET_MAX == recall["token_budget"].max_value
+    assert _tools.RECALL_LIMIT_MAX == settings.MEMORY_RECALL_MAX_LIMIT
+    assert _tools.TOKEN_BUDGET_MAX == recall["token_budget"].max_value
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,33 +10,28 @@ answer and no input breaks the server (imported only with the `mcp` extra).
   that is neither a string nor an integer, not a JSON-RPC 2.0 envelope), with the request's id when
   it has a usable one. Good lines go to the SDK's transport unchanged: its framing, its writer,
   its guard on fd 1.
-- tools: their arguments are typed here (`Text()`, `MemoryIdArg`, `IdempotencyKeyArg`),
-  argument errors reach the model as plain `field: message` lines without the rejected values,
-  and a crash inside a tool is a plain tool error, logged by type and place only (its text may
-  hold data).
+- tools: their arguments are typed by governed_memory._tool_args, argument errors reach the
+  model as plain `field: message` lines without the rejected values, and a crash inside a tool is
+  a plain tool error, logged by type and place only (its text may hold data).
 """
 
 import json
 import logging
 import sys
 import traceback
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Annotated, Any, BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import anyio
 import anyio.to_thread
-from annotated_types import GroupedMetadata
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, RequestId, jsonrpc_message_adapter
-from pydantic import AfterValidator, StringConstraints, ValidationError, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
-from governed_memory import _core
+from governed_memory._tool_args import arguments_error_text, is_unicode
 
 logger = logging.getLogger("governed_memory.mcp")
 
@@ -53,21 +48,13 @@ def _error(request_id: RequestId | None, code: int, message: str) -> JSONRPCErro
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
-def _is_unicode(value: Any) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _usable_id(value: Any) -> RequestId | None:
     """The id to answer with: the message's own, when it is a string or an integer (MCP's ids)
     the answer can carry; else None (`"id": null`, the id could not be determined)."""
     request_id = value.get("id") if isinstance(value, dict) else None
     if isinstance(request_id, int) and not isinstance(request_id, bool):
         return request_id
-    return request_id if isinstance(request_id, str) and _is_unicode(request_id) else None
+    return request_id if isinstance(request_id, str) and is_unicode(request_id) else None
 
 
 def _depth(value: Any) -> int:
@@ -100,7 +87,7 @@ def rejection(line: bytes) -> JSONRPCError | None:
     request_id = _usable_id(value)
     if _depth(value) > MAX_NESTING:
         return _error(request_id, INVALID_REQUEST, f"Invalid Request: the message is nested deeper than {MAX_NESTING} levels.")
-    if not _is_unicode(value):
+    if not is_unicode(value):
         return _error(
             request_id,
             INVALID_REQUEST,
@@ -167,66 +154,6 @@ class CheckedLines:
         while (rest := self._source.readline(_DISCARD_CHUNK)) and not rest.endswith(b"\n"):
             pass
         return b""
-
-
-# --------------------------------------------------------------------------------------------
-# tool arguments
-
-
-def _refuse(message: str) -> PydanticCustomError:
-    return PydanticCustomError("invalid_argument", message)
-
-
-def _text(value: str) -> str:
-    if "\x00" in value:
-        raise _refuse("must not contain NUL characters")
-    if not _is_unicode(value):
-        raise _refuse("must be Unicode text (it holds a lone surrogate)")
-    return value
-
-
-def _memory_id(value: str) -> str:
-    try:
-        return _core.uuid_id(value, "")
-    except ValueError:
-        raise _refuse(_core.UUID_RULE) from None
-
-
-def _idempotency_key(value: str) -> str:
-    try:
-        return _core.checked_idempotency_key(value)
-    except ValueError:
-        raise _refuse(_core.IDEMPOTENCY_KEY_RULE) from None
-
-
-@dataclass(frozen=True)
-class Text(GroupedMetadata):
-    """The rule for every string a tool takes, written `Annotated[str, Text(max_length=...)]` (metadata
-    rather than a type built by a call, so that type checkers read the argument as a `str`): its
-    length first (pydantic's message names characters), then Unicode text without NUL. Ids and
-    keys are checked by the client's rules."""
-
-    min_length: int | None = None
-    max_length: int | None = None
-
-    def __iter__(self) -> Iterator[object]:
-        yield from StringConstraints(min_length=self.min_length, max_length=self.max_length)
-        yield AfterValidator(_text)
-
-
-MemoryIdArg = Annotated[str, AfterValidator(_memory_id), WithJsonSchema({"type": "string", "format": "uuid"})]
-IdempotencyKeyArg = Annotated[
-    str, AfterValidator(_idempotency_key), WithJsonSchema({"type": "string", "pattern": f"^{_core.IDEMPOTENCY_KEY_PATTERN}$"})
-]
-
-
-def arguments_error_text(tool: str, error: ValidationError) -> str:
-    """Field by field, without the rejected values (they are the caller's data) or pydantic's links."""
-    lines = [
-        f"  {'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
-        for problem in error.errors(include_url=False, include_input=False, include_context=False)
-    ]
-    return "\n".join([f"Error executing tool {tool}: invalid arguments, nothing was sent.", *lines])
 
 
 def _unicode_safe(text: str) -> str:
