@@ -245,6 +245,13 @@ class ProvenanceSerializer(StrictSerializer):
         '{"source", "source_version", "content_sha256", "subject", "observed_at"} (observed_at exactly as sent).',
     )
 
+    verified = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Ignored on a write (the server verifies the signature and says so on the record); accepted so "
+        "that a record's provenance can be sent back as it was read.",
+    )
+
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
         # A signature covers observed_at as the source wrote it, not as parsed and shifted to UTC.

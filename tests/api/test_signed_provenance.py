@@ -4,13 +4,17 @@ by its source's policy; anything that does not verify is a 400 that stores nothi
 raised as an alert when it repeats; a source version is immutable; rotation keeps the old key for
 an overlap; revoking a key sends back to quarantine what it verified."""
 
+import base64
 from datetime import timedelta
 
+import hypothesis
 import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from hypothesis import HealthCheck
+from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from governance.alerts.models import Alert, AlertPolicy
@@ -19,7 +23,7 @@ from governed_memory.signing import generate_private_key, public_key_text
 from memory.models import IdempotencyKey, MemoryRecord, SourceKey, Status, Trust
 from memory.provenance.registry import source_rotate
 from tests.api.conftest import MEMORIES, RECALL, assert_problem
-from tests.signed_support import crm_claim, register_crm
+from tests.signed_support import OBSERVED, crm_claim, register_crm
 
 BATCH = MEMORIES + "batch/"
 REVOCATIONS = "/api/v1/revocations/"
@@ -312,3 +316,38 @@ def test_the_schema_documents_the_signed_provenance_fields(agent_client):
     stored_provenance = components["StoredProvenance"]["properties"]
     assert stored_provenance["verified"]["type"] == "boolean" and "source" in stored_provenance
     assert "source_key" in components["RevocationInputRequest"]["properties"]
+
+
+# --------------------------------------------------------------------------------------------
+# bad input never fails the server
+
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=300),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=5,
+)
+SIGNATURE_LIKE = st.one_of(
+    ANY_JSON,
+    st.binary(min_size=0, max_size=80).map(lambda raw: base64.b64encode(raw).decode()),
+    st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-\n \x00", max_size=120),
+)
+
+
+@hypothesis.settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@hypothesis.given(
+    source=st.one_of(st.just("crm"), ANY_JSON),
+    signature=SIGNATURE_LIKE,
+    version=st.one_of(st.just("contact/42@v7"), ANY_JSON),
+    observed_at=st.one_of(st.just(OBSERVED), st.text(max_size=40), ANY_JSON),
+)
+def test_malformed_signed_provenance_is_a_problem_never_a_server_error(
+    agent_client, crm, crm_key, source, signature, version, observed_at
+):
+    body = crm_claim(crm_key)
+    body["provenance"].update(source=source, signature=signature, source_version=version, observed_at=observed_at)
+    before = stored()
+    response = post(agent_client, body)
+    assert response.status_code in (201, 400), response.content[:300]
+    if response.status_code == 400:
+        assert response["Content-Type"] == "application/problem+json"
+        assert stored() == before
