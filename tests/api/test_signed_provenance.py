@@ -19,9 +19,14 @@ from prometheus_client import REGISTRY
 
 from governance.alerts.models import Alert, AlertPolicy
 from governance.alerts.services import evaluate_alerts
+from governance.revocations.services import resolve_source, revocation_create
 from governed_memory.signing import generate_private_key, public_key_text
+from memory.actors import Actor
 from memory.models import IdempotencyKey, MemoryRecord, SourceKey, Status, Trust
 from memory.provenance.registry import source_rotate
+from memory.provenance.verify import SignatureRejected
+from memory.services import memory_write
+from memory.services import write as write_service
 from tests.api.conftest import MEMORIES, RECALL, assert_problem
 from tests.signed_support import OBSERVED, crm_claim, register_crm
 
@@ -163,6 +168,24 @@ def test_a_revoked_or_rotated_out_key_verifies_nothing(agent_client, crm, crm_ke
     before, counted = stored(), refused("revoked_key")
     assert_problem(post(agent_client, crm_claim(crm_key)), 400, errors={"provenance.signature"})
     assert (stored(), refused("revoked_key")) == (before, counted + 1)
+
+
+def test_a_key_revoked_between_verifying_and_storing_refuses_the_write(credential, crm, crm_key, reviewer, monkeypatch):
+    actor = Actor.for_user(reviewer)
+    verify = write_service.verify_signed
+
+    def verify_then_revoke(draft, ring, *, now):
+        verified = verify(draft, ring, now=now)
+        source = resolve_source(actor=actor, tenant=crm.tenant, source_key=verified.verified_key)
+        revocation_create(actor=actor, source=source, reason="leaked while the write was on its way")
+        return verified
+
+    monkeypatch.setattr(write_service, "verify_signed", verify_then_revoke)
+    before = stored()
+    with pytest.raises(SignatureRejected) as refusal:
+        memory_write(credential=credential, data=crm_claim(crm_key))
+    assert refusal.value.reason == "revoked_key"
+    assert stored() == before
 
 
 def test_a_named_source_without_a_signature_and_a_signature_without_a_source_are_refused(agent_client, crm, crm_key):
