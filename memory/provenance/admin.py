@@ -112,7 +112,7 @@ class RegisteredSourceAdmin(SimpleHistoryAdmin):
                     auto_admit_kinds=data["auto_admit_kinds"],
                     actor_label=label,
                 )
-                obj.pk = source.pk
+                obj.pk, obj._state.adding = source.pk, False  # the admin's redirect and log name the row registered
                 return
             obj.auto_admit_kinds = sorted(set(data["auto_admit_kinds"]))
             obj._change_reason, obj._history_actor = "admin.source_policy", label
@@ -124,10 +124,6 @@ class RegisteredSourceAdmin(SimpleHistoryAdmin):
                 messages.success(request, f"Rotated {obj} to key {key.fingerprint}.")
         except DomainError as exc:
             messages.error(request, exc.detail)
-
-    def save_related(self, request, form, formsets, change) -> None:
-        if change:  # the inline is read-only; nothing else to save for a new source
-            super().save_related(request, form, formsets, change)
 
 
 @admin.register(SourceKey)

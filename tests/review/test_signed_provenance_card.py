@@ -46,11 +46,13 @@ def test_the_quarantine_card_says_verified_for_a_signed_claim_and_not_signed_oth
 def test_after_its_key_is_revoked_the_card_no_longer_says_verified(reviewer_client, reviewer, write, crm_key, tenant):
     signed = write(**crm_claim(crm_key))
     actor = Actor.for_user(reviewer)
-    revocation_create(
+    revocation = revocation_create(
         actor=actor, source=resolve_source(actor=actor, tenant=tenant, source_key=SourceKey.objects.get()), reason="leaked"
     )
     page = reviewer_client.get(QUARANTINE).content.decode()
     assert card(page, signed).startswith('revoked">key revoked</span>')
+    receipt = reviewer_client.get(reverse("review:revocation_detail", args=[revocation.pk])).content.decode()
+    assert "registered source&#x27;s key" in receipt and f"crm key {SourceKey.objects.get().fingerprint}" in receipt
 
 
 def test_the_queue_reads_signed_records_keys_with_them(reviewer_client, write, crm_key):
