@@ -9,5 +9,6 @@ anything is stored.
   revocation: `memory.services.revoke`);
 - `verify`: the canonical signed statement, verifying a write's signature, and the immutable
   source versions;
-- `failures`: the metric and the tally of refused signatures that the alerts read.
+- `failures`: the metric and the tally of refused signatures that the alerts read;
+- `admin`: sources and their keys in the admin (registered by `memory.admin`).
 """

@@ -26,7 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from memory.errors import Conflict, ValidationFailed
 from memory.metrics import count_conflict
 from memory.models import MemoryRecord, RegisteredSource, SourceKey, Status, content_digest
-from memory.provenance.failures import record_signature_failure
+from memory.provenance.failures import REASONS, record_signature_failure
 from memory.provenance.keys import loaded
 from memory.validation import WriteDraft
 
@@ -40,6 +40,8 @@ class SignatureRejected(ValidationFailed):
 
     def __init__(self, detail: str, *, reason: str, errors: dict[str, list[str]]):
         super().__init__(detail, errors=errors, code="signature_invalid")
+        if reason not in REASONS:
+            raise ValueError(f"Unknown refusal reason {reason!r}.")
         self.reason = reason  # a memory.provenance.failures.REASONS value: the metric's label
 
 
