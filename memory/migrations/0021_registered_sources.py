@@ -2,7 +2,6 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import memory.history
 import simple_history.models
 from django.conf import settings
 from django.db import migrations, models
@@ -119,7 +118,6 @@ class Migration(migrations.Migration):
             options={
                 "ordering": ["tenant__slug", "name"],
             },
-            bases=(memory.history.HistoryContext, models.Model),
         ),
         migrations.CreateModel(
             name="HistoricalSourceKey",
@@ -222,7 +220,6 @@ class Migration(migrations.Migration):
             options={
                 "ordering": ["source_id", "valid_from", "pk"],
             },
-            bases=(memory.history.HistoryContext, models.Model),
         ),
         migrations.AddField(
             model_name="historicalmemoryrecord",

@@ -19,10 +19,11 @@ REASONS = ("incomplete", "malformed", "unknown_source", "bad_signature", "retire
 
 BUCKET_SECONDS = 300
 WINDOW_BUCKETS = 12  # the tally covers the last hour
+TALLY_KEY = "signature-failures"  # the cache keys' prefix
 
 
 def _bucket_key(tenant_id: int, bucket: int) -> str:
-    return f"signature-failures:{tenant_id}:{bucket}"
+    return f"{TALLY_KEY}:{tenant_id}:{bucket}"
 
 
 def _bucket(at: datetime) -> int:

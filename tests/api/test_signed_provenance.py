@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import hypothesis
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -205,7 +204,6 @@ def test_another_tenants_source_is_unknown(agent_client, other_tenant, crm_key):
 
 
 def test_repeated_failures_raise_an_alert_for_the_tenant(agent_client, tenant, crm, crm_key):
-    cache.clear()
     AlertPolicy.objects.create(tenant=tenant, signature_failures_max=2)
     for n in range(2):
         post(agent_client, crm_claim(crm_key, signed_over={"content": f"forged {n}"}))
