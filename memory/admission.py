@@ -12,12 +12,15 @@ A write is quarantined when any of these holds (the first that applies gives the
 5. its content raises a holding risk flag (HOLDING_FLAGS: it reads like an attempt to override the
    agent's instructions or to send data out), whatever its authority: such a text is an attack on
    the agent's future behaviour far more often than a preference, and a reviewer settles it;
-6. its authority is not in the kind's auto-admit set.
+6. its authority is not in the kind's auto-admit set, unless its provenance is verified: signed by
+   a registered source (memory.provenance) whose policy admits its kind. A verified claim still
+   meets rules 1, 2, 3 and 5; its signature settles what rules 4 and 6 ask a reviewer to check.
 Everything else is `active` and trusted.
 
 The check runs inside the writing transaction behind the tenant's revocation fence
-(memory.fences): the credential is read again there, and a token revoked meanwhile refuses the
-write (nothing stored), so a revocation catches every write that was in flight when it ran.
+(memory.fences): the credential, and the source keys that verified the writes, are read again
+there, and a token or key revoked meanwhile refuses the write (nothing stored), so a revocation
+catches every write that was in flight when it ran.
 """
 
 from collections.abc import Iterable
@@ -32,7 +35,7 @@ from memory.actors import Actor
 from memory.errors import DomainError, InvalidTransition, RecordNotFound, ScopeDenied
 from memory.fences import hold, revocation_fence
 from memory.fingerprints import source_fingerprint
-from memory.models import AgentCredential, Authority, SourceHold, SourceType, Status, Trust
+from memory.models import AgentCredential, Authority, SourceHold, SourceKey, SourceType, Status, Trust
 from memory.policy import checked_note
 from memory.validation import WriteDraft
 
@@ -86,6 +89,10 @@ class Gate:
     holds: dict[tuple[str, str], SourceHold] = field(default_factory=dict)
     prefix_lengths: frozenset[int] = frozenset()
     raised: list[SourceHold] = field(default_factory=list)  # by this transaction's writes, not yet stored
+    revoked_keys: frozenset[int] = frozenset()  # keys that verified these drafts and were revoked since
+
+    def key_revoked(self, draft: WriteDraft) -> bool:
+        return draft.verified_key is not None and draft.verified_key.pk in self.revoked_keys
 
     def observe(self, record) -> None:
         """Contamination is sticky: a contaminated write holds its session, for the drafts that
@@ -134,6 +141,7 @@ def enter_gate(credential: AgentCredential, drafts: Iterable[WriteDraft]) -> Gat
     address prefix's: a tenant's contaminated sessions add up, its revoked addresses stay few).
     Writes of one tenant never wait for each other here, only for a revocation that is running."""
     tenant_id = credential.agent.tenant_id
+    drafts = list(drafts)
     hold([revocation_fence(tenant_id)], shared=True)
     if not AgentCredential.objects.usable().filter(pk=credential.pk).exists():
         raise TokenRevoked("This token was revoked while the write was made; nothing was stored.", code="token_revoked")
@@ -152,7 +160,13 @@ def enter_gate(credential: AgentCredential, drafts: Iterable[WriteDraft]) -> Gat
         for held in holds.values()
         if held.scope == SourceHold.Scope.URI_PREFIX and held.prefix_length is not None  # an address hold has one
     )
-    return Gate(tenant_id=tenant_id, holds=holds, prefix_lengths=lengths)
+    signing_keys = {draft.verified_key.pk for draft in drafts if draft.verified_key is not None}
+    revoked = (
+        frozenset(SourceKey.objects.filter(pk__in=signing_keys, revoked_at__isnull=False).values_list("pk", flat=True))
+        if signing_keys
+        else frozenset()
+    )
+    return Gate(tenant_id=tenant_id, holds=holds, prefix_lengths=lengths, revoked_keys=revoked)
 
 
 def admission(
@@ -172,7 +186,15 @@ def admission(
     held = gate.hold_for(draft)
     if held is not None:
         return quarantined(_HELD_REASON[(held.scope, held.cause)])
-    if source_type in RELAYED_SOURCES and draft.authority in TRUSTED_AUTHORITIES and not credential.can_import_trusted:
+    # Verified (memory.provenance.verify: its authority is the one its source is registered with) for
+    # a kind its source's policy admits.
+    vouched = draft.verified_key is not None and draft.kind.name in draft.verified_key.source.auto_admit_kinds
+    if (
+        not vouched
+        and source_type in RELAYED_SOURCES
+        and draft.authority in TRUSTED_AUTHORITIES
+        and not credential.can_import_trusted
+    ):
         return quarantined(
             f"Says it speaks for the {draft.authority}, but was taken from a {source_type.replace('_', ' ')}: "
             "check that the source really is theirs."
@@ -181,7 +203,7 @@ def admission(
     for flag in HOLDING_FLAGS:
         if flag in flags:
             return quarantined(_FLAG_REASON[flag])
-    if draft.authority not in draft.kind.auto_admit_authorities:
+    if not vouched and draft.authority not in draft.kind.auto_admit_authorities:
         return quarantined(
             _UNADMITTED_AUTHORITY_REASON.get(
                 draft.authority,

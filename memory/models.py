@@ -14,6 +14,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
+from memory.authority import Authority as Authority
 from memory.history import NOTE_MAX_CHARS as NOTE_MAX_CHARS
 from memory.history import HistoryActor, HistoryContext
 
@@ -50,13 +51,6 @@ TRANSITIONS: dict[str, tuple[frozenset[str], str]] = {
 
 # Statuses whose records the prune job may physically delete once the kind's purge age has passed.
 PURGEABLE_STATUSES = (Status.EXPIRED, Status.SUPERSEDED, Status.REJECTED, Status.FORGOTTEN)
-
-
-class Authority(models.TextChoices):
-    OPERATOR = "operator"
-    USER = "user"
-    THIRD_PARTY = "third_party"
-    AGENT = "agent"
 
 
 class Trust(models.TextChoices):
@@ -269,6 +263,16 @@ class MemoryRecord(HistoryContext, models.Model):
     source_version = models.CharField(max_length=200, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
     contaminated = models.BooleanField(default=False)
+    verified_key = models.ForeignKey(
+        "memory.SourceKey",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
+        help_text="The registered source's key its signature verified against at write time (empty: unsigned). "
+        "Revoking the key sends the record back to quarantine; its provenance then no longer counts as verified.",
+    )  # indexed where set (memory_verified_version_idx)
     derived_from = models.ManyToManyField("self", symmetrical=False, related_name="derivatives", blank=True)
     written_by = models.ForeignKey(
         AgentCredential,
@@ -326,7 +330,9 @@ class MemoryRecord(HistoryContext, models.Model):
     # record's successor then); the other foreign keys are not indexed in the history table, whose
     # every index costs each transition an insert.
     history = HistoricalRecords(
-        bases=[HistoryActor], excluded_fields=["last_used_at"], no_db_index=["tenant", "kind", "written_by", "reviewed_by"]
+        bases=[HistoryActor],
+        excluded_fields=["last_used_at"],
+        no_db_index=["tenant", "kind", "written_by", "reviewed_by", "verified_key"],
     )
 
     class Meta:
@@ -391,6 +397,12 @@ class MemoryRecord(HistoryContext, models.Model):
                 condition=Q(status=Status.ACTIVE),
                 name="memory_dedup_scope_idx",
             ),
+            # signed records: what a source key verified (revocation), a source version's claim (immutability)
+            models.Index(
+                fields=["verified_key", "source_version"],
+                condition=Q(verified_key__isnull=False),
+                name="memory_verified_version_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -409,7 +421,16 @@ class MemoryRecord(HistoryContext, models.Model):
             "source_version": self.source_version or None,
             "observed_at": self.observed_at,
             "contaminated": self.contaminated,
+            "source": self.verified_key.source.name if self.verified_key is not None else None,
+            "verified": self.provenance_verified,
         }
+
+    @property
+    def provenance_verified(self) -> bool:
+        """Its signature verified against a registered source's key that has not been revoked since.
+        Readers that list records join the key and its source (`SIGNED_BY`): an unsigned record
+        reads nothing more."""
+        return self.verified_key is not None and self.verified_key.revoked_at is None
 
     @property
     def is_forgotten(self) -> bool:
@@ -505,4 +526,9 @@ class SourceHold(HistoryContext, models.Model):
 
 # Search indexes (rebuildable caches over the records) are memory models too; defined beside their
 # storage and ranking in memory.search.
+# Registered sources and their keys (signed provenance): memory models too, defined in memory.provenance.
+from memory.provenance.models import RegisteredSource, SourceKey  # noqa: E402,F401
 from memory.search.models import SearchIndex  # noqa: E402,F401
+
+# What a reader joins to show a record's provenance (its source's name, whether its key still verifies).
+SIGNED_BY = "verified_key__source"

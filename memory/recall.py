@@ -38,7 +38,7 @@ from django.utils import timezone
 from memory.actors import Actor
 from memory.errors import Conflict, ScopeDenied
 from memory.metrics import RECALL_ITEMS, RECALL_LATENCY
-from memory.models import Agent, AgentCredential, MemoryKind, MemoryRecord
+from memory.models import SIGNED_BY, Agent, AgentCredential, MemoryKind, MemoryRecord
 from memory.scope import Scope
 from memory.search import active_indexes, fusion, semantic, storage
 from memory.search.build import serving_index
@@ -75,6 +75,8 @@ RECALLED_FIELDS = (
     "source_version",
     "observed_at",
     "contaminated",
+    "verified_key__revoked_at",  # provenance.verified, and its source's name
+    "verified_key__source__name",
     "created_at",
     "confirmed_at",
     "expires_at",
@@ -198,7 +200,8 @@ def _recall(
     for attempt in (1, 2):
         lexical, similar_index, unavailable = _serving(index, fresh=attempt == 2)
         try:
-            result = _fill(lexical, scope, candidates.select_related("kind").only(*RECALLED_FIELDS).order_by(), q, similar_index)
+            loaded = candidates.select_related("kind", SIGNED_BY).only(*RECALLED_FIELDS).order_by()
+            result = _fill(lexical, scope, loaded, q, similar_index)
             result.semantic_unavailable = unavailable
             break
         except DatabaseError:

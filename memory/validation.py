@@ -33,8 +33,10 @@ from memory.models import (
     SUBJECT_MAX_CHARS,
     Authority,
     MemoryKind,
+    SourceKey,
     SourceType,
 )
+from memory.provenance.models import SOURCE_NAME_MAX_CHARS
 
 # The range of date-times accepted anywhere: PostgreSQL stores far more, but Python's datetime stops
 # at year 1 and 9999, and a value near either end can leave that range when shifted to UTC or moved
@@ -210,6 +212,7 @@ class WriteDraft:
     supersedes: uuid.UUID | None = None
     supersedes_version: int | None = None
     derived_from: list[uuid.UUID] = field(default_factory=list)
+    verified_key: SourceKey | None = None  # set once its signature verified (memory.provenance.verify)
 
 
 def _optional_text(max_length: int, help_text: str) -> StrictCharField:
@@ -222,18 +225,47 @@ class ProvenanceSerializer(StrictSerializer):
     session_id = _optional_text(200, "The writing session (a user turn or tool output needs it, or a uri).")
     turn_id = _optional_text(200, "The turn within the session.")
     tool = _optional_text(200, "The tool's name (required for tool_output).")
-    source_version = _optional_text(200, "The version of the source read.")
+    source_version = _optional_text(200, "The version of the source read (required when signed: a source version is immutable).")
     observed_at = CheckedDateTimeField(required=False, allow_null=True, help_text="When the claim was observed at its source.")
     contaminated = StrictBooleanField(
         required=False,
         default=False,
         help_text="True when the writing session had read external content.",
     )
+    # DRF's metaclass takes declared fields off the class, so this name does not hide Field.source
+    # at run time; the stubs cannot know that.
+    source = _optional_text(  # type: ignore[assignment]
+        SOURCE_NAME_MAX_CHARS,
+        "A registered source's name (signed provenance): the write then carries source_version, observed_at and the "
+        "source's signature, and is refused unless the signature verifies.",
+    )
+    signature = _optional_text(
+        200,
+        "Base64 of the source's Ed25519 signature over the RFC 8785 canonical JSON of "
+        '{"source", "source_version", "content_sha256", "subject", "observed_at"} (observed_at exactly as sent).',
+    )
+
+    verified = StrictBooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Ignored on a write (the server verifies the signature and says so on the record); accepted so "
+        "that a record's provenance can be sent back as it was read.",
+    )
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        # A signature covers observed_at as the source wrote it, not as parsed and shifted to UTC.
+        value["observed_at_sent"] = data.get("observed_at") if isinstance(data.get("observed_at"), str) else ""
+        return value
 
     def validate(self, attrs):
-        attrs = {name: attrs.get(name) or "" for name in ("uri", "session_id", "turn_id", "tool", "source_version")} | {
+        attrs = {
+            name: attrs.get(name) or ""
+            for name in ("uri", "session_id", "turn_id", "tool", "source_version", "source", "signature")
+        } | {
             "source_type": attrs["source_type"],
             "observed_at": attrs.get("observed_at"),
+            "observed_at_sent": attrs.get("observed_at_sent") or "",
             "contaminated": attrs.get("contaminated", False),
         }
         errors = {}

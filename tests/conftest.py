@@ -15,6 +15,7 @@ from django.test.utils import override_settings
 
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import Agent, AgentCredential, MemoryKind, Tenant
+from memory.provenance import failures as signature_failures
 from memory.services import memory_write
 
 _counter = itertools.count(1)
@@ -36,6 +37,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if marker and connection.vendor != vendor:
             reason = marker.kwargs.get("reason")
             pytest.skip(f"{vendor} only: {reason}" if reason else f"{vendor} only")
+
+
+@pytest.fixture(autouse=True)
+def signature_failures_of_this_test(monkeypatch) -> None:
+    """Refused signatures are tallied in the shared cache per tenant id (memory.provenance.failures),
+    and SQLite gives a later test's tenant the id an earlier one had: each test keeps its own tally,
+    so one test's refusals never raise another's alert."""
+    monkeypatch.setattr(signature_failures, "TALLY_KEY", f"signature-failures-test-{next(_counter)}")
 
 
 def memory_body(**overrides: Any) -> dict:

@@ -27,6 +27,11 @@ class AlertPolicy(models.Model):
     alert_on_stale_jobs = models.BooleanField(
         default=True, help_text="Alert when a scheduled job has not succeeded for longer than /health/ allows."
     )
+    signature_failures_max = models.PositiveIntegerField(
+        default=5,
+        help_text="Alert when more signed writes than this were refused in the last hour because their provenance "
+        "did not verify (forged, replayed, or made with an unknown or revoked key; 0 = never).",
+    )
 
     class Meta:
         verbose_name_plural = "alert policies"
@@ -50,6 +55,7 @@ class Alert(models.Model):
         DRIFT_BACKLOG = "drift_backlog", "drift backlog too large"
         FORGET_OVERDUE = "forget_overdue", "forget request overdue"
         JOB_STALE = "job_stale", "scheduled job stale"
+        SIGNATURE_FAILURES = "signature_failures", "signed writes failing verification"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -97,6 +103,11 @@ class Alert(models.Model):
             return (
                 f"{self.count} forget request{'s' if self.count != 1 else ''} propagating; the oldest for "
                 f"{self.value:.0f} min (threshold {self.threshold:.0f} min)."
+            )
+        if self.kind == self.Kind.SIGNATURE_FAILURES:
+            return (
+                f"{self.value:.0f} signed write{'s' if self.value != 1 else ''} refused in the last hour: the provenance "
+                f"did not verify (threshold {self.threshold:.0f}). A source key may be leaked or misused."
             )
         return f"Scheduled job {self.job} has not succeeded for {_age(self.value)} (allowed: {_age(self.threshold)})."
 

@@ -24,6 +24,7 @@ from governance.forget.models import ForgetRequest
 from governance.jobs.health import check_scheduler
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import MemoryRecord, Status, Tenant
+from memory.provenance.failures import recent_signature_failures
 from memory.selectors import drift_queue
 
 logger = logging.getLogger("governance.alerts")
@@ -73,6 +74,7 @@ def measure(*, now: datetime) -> dict[tuple[int, str, str], Finding]:
         for name, result in check_scheduler(now).get("jobs", {}).items()
         if not result["ok"] and result["age_seconds"] is not None
     }  # a job beat never ran is /health/'s concern
+    signature_failures = recent_signature_failures(tenant_ids, now=now)  # from the shared cache, not a query
 
     found: list[Finding] = []
     for tenant_id, policy in policies.items():
@@ -101,6 +103,9 @@ def measure(*, now: datetime) -> dict[tuple[int, str, str], Finding]:
                         tenant_id, Alert.Kind.FORGET_OVERDUE, "", minutes, policy.forget_max_minutes, forget[tenant_id]["size"]
                     )
                 )
+        failures = signature_failures.get(tenant_id, 0)
+        if policy.signature_failures_max and failures > policy.signature_failures_max:
+            found.append(Finding(tenant_id, Alert.Kind.SIGNATURE_FAILURES, "", failures, policy.signature_failures_max, failures))
         if policy.alert_on_stale_jobs:
             found.extend(
                 Finding(tenant_id, Alert.Kind.JOB_STALE, name, result["age_seconds"], result["stale_after_seconds"], 0)
@@ -184,6 +189,7 @@ ALERT_PAGES: dict[str, str] = {
     Alert.Kind.DRIFT_BACKLOG: "review:drift",
     Alert.Kind.FORGET_OVERDUE: "review:forget_list",
     Alert.Kind.JOB_STALE: "review:home",
+    Alert.Kind.SIGNATURE_FAILURES: "review:home",
 }
 
 

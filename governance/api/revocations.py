@@ -1,5 +1,5 @@
 """Revoke a source (reviewers): `POST /api/v1/revocations/` with the tenant, exactly one of
-`credential`, `agent`, `session_id`, `source_uri_prefix`, and a reason. Every active record that
+`credential`, `agent`, `session_id`, `source_uri_prefix`, `source_key`, and a reason. Every active record that
 source wrote, and every active record derived from one of them, is back in quarantine before the
 201 answers; `GET /api/v1/revocations/{id}/` reads the receipt back, `GET /api/v1/revocations/`
 lists them. Agent tokens get a 403: deciding that a source is compromised is a person's call."""
@@ -18,7 +18,7 @@ from memory.actors import Actor
 from memory.api.authentication import permitted_actor
 from memory.api.views import PROBLEMS
 from memory.models import NOTE_MAX_CHARS
-from memory.validation import RejectUnknownFieldsMixin, StrictCharField
+from memory.validation import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 
 
 @extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 200}]})
@@ -52,6 +52,12 @@ class RevocationInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer
         max_length=SOURCE_URI_MAX_CHARS,
         help_text="Every record whose source URI starts with this, e.g. https://forum.example/.",
     )
+    source_key = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,  # a BigAutoField id
+        help_text="A registered source's signing key, by id: every record its signature verified.",
+    )
     reason = StrictCharField(max_length=NOTE_MAX_CHARS, help_text="Why, for the audit trail; becomes each record's history note.")
 
 
@@ -61,13 +67,17 @@ class RevocationSerializer(serializers.Serializer):
     # DRF's metaclass takes declared fields off the class, so this name does not hide Field.source
     # at run time; the stubs cannot know that.
     source = serializers.ChoiceField(choices=Revocation.Source.choices, help_text="What kind of source was revoked.")  # type: ignore[assignment]
-    value = serializers.CharField(help_text="The token's hint, the agent's slug, the session id or the URI prefix.")
+    value = serializers.CharField(
+        help_text="The token's hint, the agent's slug, the session id, the URI prefix, or the source's name and key fingerprint."
+    )
     agent = serializers.CharField(source="agent.slug", allow_null=True, default=None)
     reason = serializers.CharField()
     revoked_by = serializers.CharField()
     affected = serializers.IntegerField(help_text="Records sent back to quarantine, derived records included.")
     derived_affected = serializers.IntegerField(help_text="Of which records derived from what the source wrote.")
-    token_revoked = serializers.BooleanField(help_text="The credential's token was usable and is revoked now.")
+    token_revoked = serializers.BooleanField(
+        help_text="The credential's token (or the source key) was usable and is revoked now."
+    )
     created_at = serializers.DateTimeField()
 
 
@@ -96,6 +106,7 @@ class RevocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
             agent=data.get("agent"),
             session_id=data.get("session_id"),
             source_uri_prefix=data.get("source_uri_prefix"),
+            source_key=data.get("source_key"),
         )
         revocation = revocation_create(actor=actor, source=source, reason=data["reason"])
         return Response(

@@ -51,7 +51,7 @@ from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, StaleVersion, ValidationFailed
 from memory.filters import MemoryRecordFilter
 from memory.fingerprints import records_about
-from memory.models import TRANSITIONS, Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
+from memory.models import SIGNED_BY, TRANSITIONS, Agent, Authority, MemoryKind, MemoryRecord, SourceType, Status
 from memory.risk import FLAGGED, flagged_first, risk_reasons
 from memory.selectors import drift_queue, quarantine_queue, records_in_scope, tenants_in_scope, unused_cutoff
 from memory.services import memory_confirm, memory_promote, memory_reject, memory_retire, memory_supersede
@@ -193,7 +193,7 @@ def _queue_rows(filterset: MemoryRecordFilter) -> QuerySet[MemoryRecord]:
     if not filterset.is_valid():
         return filterset.queryset.none()
     sources = Prefetch("derived_from", queryset=MemoryRecord.objects.only("id", "status").order_by("created_at"))
-    return filterset.qs.select_related("tenant", "agent", "kind").prefetch_related(sources)
+    return filterset.qs.select_related("tenant", "agent", "kind", SIGNED_BY).prefetch_related(sources)
 
 
 def _pop_changed(request: HttpRequest, actor: Actor) -> "list[RecordWithLastChange]":
@@ -203,7 +203,7 @@ def _pop_changed(request: HttpRequest, actor: Actor) -> "list[RecordWithLastChan
         return []
     records = cast(
         "list[RecordWithLastChange]",
-        list(records_in_scope(actor).filter(pk__in=ids).select_related("tenant", "agent", "kind", "reviewed_by")),
+        list(records_in_scope(actor).filter(pk__in=ids).select_related("tenant", "agent", "kind", "reviewed_by", SIGNED_BY)),
     )
     last_change: dict[uuid.UUID, object] = {}
     for row in MemoryRecord.history.filter(id__in=[r.pk for r in records]).order_by("-history_date", "-history_id"):
@@ -409,7 +409,7 @@ HIDDEN = "(hidden: the memory is forgotten)"
 def memory_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     actor = request.actor
     scope = records_in_scope(actor)
-    record = get_object_or_404(scope.select_related("tenant", "agent", "kind", "reviewed_by", "supersedes"), pk=pk)
+    record = get_object_or_404(scope.select_related("tenant", "agent", "kind", "reviewed_by", "supersedes", SIGNED_BY), pk=pk)
     earlier, later = _supersession_chain(scope, record)
     supersede_form = None
     if record.status == Status.ACTIVE:

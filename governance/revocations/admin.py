@@ -1,5 +1,5 @@
-"""Admin: revocations (read-only receipts), and a "revoke as a source" action on agent tokens and
-agents. The action is added here, by subclassing memory's admin classes, so that `memory` never
+"""Admin: revocations (read-only receipts), and a "revoke as a source" action on agent tokens,
+agents and registered sources' keys. The action is added here, by subclassing memory's admin classes, so that `memory` never
 imports `governance`; it asks for a reason and shows how many records each revocation would move
 before anything happens, like Django's delete confirmation."""
 
@@ -16,7 +16,8 @@ from memory.actors import Actor
 from memory.admin import AgentAdmin, AgentCredentialAdmin
 from memory.api.typing import UserRequest
 from memory.errors import DomainError
-from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential
+from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, SourceKey
+from memory.provenance.admin import SourceKeyAdmin
 
 
 class RevokeSourceForm(forms.Form):
@@ -91,7 +92,19 @@ class RevocableAgentAdmin(AgentAdmin):
         return _revoke_sources(self, request, queryset.select_related("tenant"), field="agent")
 
 
-for model, model_admin in ((AgentCredential, RevocableCredentialAdmin), (Agent, RevocableAgentAdmin)):
+class RevocableSourceKeyAdmin(SourceKeyAdmin):
+    actions = [*(SourceKeyAdmin.actions or []), "revoke_as_source"]  # type: ignore[misc]
+
+    @admin.action(description="Revoke as a source: these keys verify nothing more; what they verified goes back to quarantine")
+    def revoke_as_source(self, request, queryset):
+        return _revoke_sources(self, request, queryset.select_related("source__tenant"), field="source_key")
+
+
+for model, model_admin in (
+    (AgentCredential, RevocableCredentialAdmin),
+    (Agent, RevocableAgentAdmin),
+    (SourceKey, RevocableSourceKeyAdmin),
+):
     admin.site.unregister(model)
     admin.site.register(model, model_admin)
 

@@ -6,7 +6,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, SourceHold, Tenant
+from memory.models import NOTE_MAX_CHARS, Agent, AgentCredential, MemoryRecord, SourceHold, SourceKey, Tenant
 
 
 class Revocation(models.Model):
@@ -15,16 +15,19 @@ class Revocation(models.Model):
         AGENT = "agent", "agent"
         SESSION_ID = "session_id", "session"
         SOURCE_URI_PREFIX = "source_uri_prefix", "source-URI prefix"
+        SOURCE_KEY = "source_key", "registered source's key"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="revocations")
     source = models.CharField(max_length=32, choices=Source.choices)
     credential = models.ForeignKey(AgentCredential, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source_key = models.ForeignKey(SourceKey, null=True, blank=True, on_delete=models.PROTECT, related_name="revocations")
     value = models.CharField(
         max_length=1000,
         blank=True,
-        help_text="What was revoked, as people read it: the token's hint, the agent's slug, the session id or the URI prefix.",
+        help_text="What was revoked, as people read it: the token's hint, the agent's slug, the session id, the URI prefix "
+        "or the source's name and key fingerprint.",
     )
     reason = models.CharField(max_length=NOTE_MAX_CHARS)
     revoked_by = models.CharField(max_length=200, help_text="Actor label: user:name.")
@@ -33,7 +36,9 @@ class Revocation(models.Model):
     )
     affected = models.PositiveIntegerField(default=0, help_text="Records sent back to quarantine, derived records included.")
     derived_affected = models.PositiveIntegerField(default=0, help_text="Of which records derived from what the source wrote.")
-    token_revoked = models.BooleanField(default=False, help_text="A credential's token was usable and was revoked by this.")
+    token_revoked = models.BooleanField(
+        default=False, help_text="A credential's token (or a source key) was usable and was revoked by this."
+    )
     hold = models.ForeignKey(
         SourceHold,
         null=True,

@@ -13,14 +13,14 @@ from django.db import transaction
 from governance.revocations.models import Revocation, RevocationRecord
 from memory.actors import Actor
 from memory.errors import RecordNotFound, ValidationFailed
-from memory.models import Agent, AgentCredential, MemoryRecord, Tenant, hash_token
+from memory.models import Agent, AgentCredential, MemoryRecord, SourceKey, Tenant, hash_token
 from memory.policy import checked_note
 from memory.services import RevokedSource, memory_revoke_source, revocation_targets
 
 # The limits of the record's columns (CharFields, so always set).
 SESSION_ID_MAX_CHARS = cast(int, MemoryRecord._meta.get_field("session_id").max_length)
 SOURCE_URI_MAX_CHARS = cast(int, MemoryRecord._meta.get_field("source_uri").max_length)
-SOURCE_FIELDS = ("credential", "agent", "session_id", "source_uri_prefix")
+SOURCE_FIELDS = ("credential", "agent", "session_id", "source_uri_prefix", "source_key")
 
 
 @dataclass(frozen=True)
@@ -31,19 +31,21 @@ class Source:
     revoked: RevokedSource
     credential: AgentCredential | None = None
     agent: Agent | None = None
+    source_key: SourceKey | None = None
     value: str = ""
 
 
 def resolve_source(
-    *, actor: Actor, tenant: Tenant, credential=None, agent=None, session_id=None, source_uri_prefix=None
+    *, actor: Actor, tenant: Tenant, credential=None, agent=None, session_id=None, source_uri_prefix=None, source_key=None
 ) -> Source:
     """Exactly one of: `credential` (its id, the token itself or the token's hint), `agent` (its
-    slug), `session_id`, `source_uri_prefix`. Another tenant's credential or agent is a 404."""
+    slug), `session_id`, `source_uri_prefix`, `source_key` (a registered source's key, or its id).
+    Another tenant's credential, agent or key is a 404."""
     if not actor.may_access_tenant(tenant.pk):
         raise RecordNotFound("No such tenant in your scope.")
     given = {
         name: value
-        for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix), strict=True)
+        for name, value in zip(SOURCE_FIELDS, (credential, agent, session_id, source_uri_prefix, source_key), strict=True)
         if value not in (None, "")
     }
     if len(given) != 1:
@@ -59,6 +61,14 @@ def resolve_source(
             credential=token,
             agent=token.agent,
             value=f"{token.token_hint}…",
+        )
+    if name == "source_key":
+        key = _source_key(tenant, value)
+        return Source(
+            Revocation.Source.SOURCE_KEY,
+            RevokedSource(tenant_id=tenant.pk, source_key_id=key.pk),
+            source_key=key,
+            value=f"{key.source.name} key {key.fingerprint}",
         )
     if name == "agent":
         found: Agent | None = Agent.objects.filter(tenant=tenant, slug=value).first() if isinstance(value, str) else value
@@ -101,6 +111,16 @@ def _credential(tenant: Tenant, reference) -> AgentCredential:
     return found
 
 
+def _source_key(tenant: Tenant, reference) -> SourceKey:
+    key_id = reference.pk if isinstance(reference, SourceKey) else reference
+    if isinstance(key_id, bool) or not isinstance(key_id, int):
+        raise ValidationFailed("The source key is malformed.", errors={"source_key": ["The key's id (an integer)."]})
+    found = SourceKey.objects.filter(pk=key_id, source__tenant=tenant).select_related("source").first()
+    if found is None:
+        raise RecordNotFound("No such source key in this tenant.")
+    return found
+
+
 def revocation_preview(*, actor: Actor, source: Source) -> tuple[int, int]:
     """(active records the source wrote, active records derived from them): what revoking would move now."""
     direct, derived = revocation_targets(source=source.revoked, actor=actor)
@@ -118,6 +138,7 @@ def revocation_create(*, actor: Actor, source: Source, reason: str) -> Revocatio
             source=source.kind,
             credential=source.credential,
             agent=source.agent,
+            source_key=source.source_key,
             value=source.value,
             reason=reason,
             revoked_by=actor.label,

@@ -21,11 +21,16 @@ class StoredProvenanceSerializer(serializers.Serializer):
     source_version = serializers.CharField(allow_null=True)
     observed_at = serializers.DateTimeField(allow_null=True)
     contaminated = serializers.BooleanField()
+    # Not Field.source at run time: DRF's metaclass takes declared fields off the class.
+    source = serializers.CharField(allow_null=True, help_text="The registered source whose signature it carried (signed writes).")  # type: ignore[assignment]
+    verified = serializers.BooleanField(
+        help_text="Its signature verified against a key of the registered source, and that key has not been revoked since."
+    )
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
         if self.context.get("forgotten"):
-            data.update(uri=None, session_id=None, turn_id=None, tool=None, source_version=None)
+            data.update(uri=None, session_id=None, turn_id=None, tool=None, source_version=None, source=None)
         return data
 
 

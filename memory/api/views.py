@@ -33,7 +33,7 @@ from memory.api.serializers import (
 from memory.api.typing import AgentRequest, is_agent_request
 from memory.errors import DomainError, RecordNotFound
 from memory.filters import MemoryRecordFilter
-from memory.models import IDEMPOTENCY_KEY_MAX_CHARS, MemoryRecord, Status
+from memory.models import IDEMPOTENCY_KEY_MAX_CHARS, SIGNED_BY, MemoryRecord, Status
 from memory.recall import parse_recall, recall
 from memory.selectors import records_in_scope
 from memory.validation import (
@@ -77,7 +77,7 @@ def record_queryset(actor: Actor) -> "QuerySet[RecordWithSuccessor]":
     joined in one query."""
     return (
         records_in_scope(actor)
-        .select_related("tenant", "agent", "kind")
+        .select_related("tenant", "agent", "kind", SIGNED_BY)
         .annotate(superseded_by_id=Subquery(_EFFECTIVE_SUCCESSOR))
     )
 

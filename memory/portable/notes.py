@@ -79,6 +79,10 @@ def live_front_matter(record: MemoryRecord, *, derived_from: list, superseded_by
             "tool": provenance["tool"],
             "source_version": provenance["source_version"],
             "contaminated": record.contaminated,
+            # Signed provenance: the registered source, and whether its signature verified (an
+            # import of this note is not verified: a file proves nothing).
+            "source": provenance["source"],
+            "verified": provenance["verified"],
         },
         "created_at": _iso(record.created_at),
         "observed_at": _iso(record.observed_at),

@@ -17,6 +17,7 @@ from memory.fences import hold, idempotency_lock
 from memory.metrics import WRITES, count_on_commit
 from memory.models import AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord
 from memory.policy import on_activation
+from memory.provenance.verify import Keyring, key_revoked_meanwhile, verify_signed, version_conflicts, version_locks
 from memory.services.write import _allowed, _create_record, _new_record, _replayed, reject_foreign_scope, request_fingerprint
 from memory.validation import BatchItemSerializer, WriteDraft, parse_writes
 
@@ -62,9 +63,11 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
         except DomainError as exc:
             results[index] = BatchItemResult(index, error=exc)
             bodies.append(None)
-    parsed = iter(
-        parse_writes([body for body in bodies if body is not None], now=now, kinds=kinds, serializer_class=BatchItemSerializer)
+    drafts = parse_writes(
+        [body for body in bodies if body is not None], now=now, kinds=kinds, serializer_class=BatchItemSerializer
     )
+    ring = Keyring.for_drafts(credential.agent.tenant_id, [draft for draft in drafts if isinstance(draft, WriteDraft)])
+    parsed = iter(drafts)
     for index, sent in enumerate(items):
         if bodies[index] is None:
             continue
@@ -72,7 +75,7 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
             draft = next(parsed)
             if isinstance(draft, DomainError):
                 raise draft
-            draft = _allowed(draft, credential)
+            draft = verify_signed(_allowed(draft, credential), ring, now=now)
             # The key is not part of the body it stands for (as the header is not, on a single write).
             body = {name: value for name, value in sent.items() if name != "idempotency_key"}
             key = sent.get("idempotency_key")
@@ -83,9 +86,12 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
     keyed = sorted({item.key for item in prepared if item.key})
     with transaction.atomic():
         gate = enter_gate(credential, [item.draft for item in prepared])
+        for item in [item for item in prepared if gate.key_revoked(item.draft)]:
+            results[item.index] = BatchItemResult(item.index, error=key_revoked_meanwhile(gate.tenant_id))
+            prepared.remove(item)
         # Each key's lock before looking for its earlier use: a concurrent request with one of these
-        # keys waits for this one, then replays it (memory.fences).
-        hold([idempotency_lock(credential.pk, key) for key in keyed])
+        # keys waits for this one, then replays it (memory.fences); likewise each claimed source version.
+        hold([idempotency_lock(credential.pk, key) for key in keyed] + version_locks(item.draft for item in prepared))
         earlier = {
             entry.key: entry
             for entry in IdempotencyKey.objects.filter(credential=credential, key__in=keyed).select_related("record")
@@ -109,6 +115,11 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
                     to_write.append(item)
             except DomainError as exc:
                 results[item.index] = BatchItemResult(item.index, error=exc)
+        conflicts = version_conflicts(gate.tenant_id, [item.draft for item in to_write])
+        for item, conflict in zip(list(to_write), conflicts, strict=True):
+            if conflict is not None:
+                results[item.index] = BatchItemResult(item.index, error=conflict)
+                to_write.remove(item)
         results.update(_store_batch(to_write, credential=credential, actor=actor, now=now, gate=gate))
     for item, first_item in repeats:
         first = results[first_item.index]

@@ -1,9 +1,11 @@
 """Revoking a source (a leaked credential, a misbehaving agent, a poisoned session, a compromised
-site): everything it wrote that is active, and everything active derived from that, goes back to
-quarantine at once, and its later writes are refused or held."""
+site, a registered source's leaked signing key): everything it wrote (or, for a key, verified) that
+is active, and everything active derived from that, goes back to quarantine at once, and its later
+writes are refused or held."""
 
 import uuid
 from dataclasses import dataclass
+from typing import cast
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -15,7 +17,7 @@ from memory.credentials import revoke_tokens
 from memory.errors import RecordNotFound, ValidationFailed
 from memory.fences import hold, revocation_fence
 from memory.fingerprints import source_fingerprint
-from memory.models import TRANSITIONS, AgentCredential, MemoryRecord, SourceHold, Status, Trust
+from memory.models import TRANSITIONS, AgentCredential, MemoryRecord, SourceHold, SourceKey, Status, Trust
 from memory.policy import checked_note
 from memory.selectors import records_in_scope
 from memory.services.forget import _forget_locked, derived_at_any_depth, record_id_set
@@ -33,6 +35,7 @@ class RevokedSource:
     agent_id: int | None = None
     session_id: str = ""
     source_uri_prefix: str = ""
+    source_key_id: int | None = None  # a registered source's signing key (memory.provenance)
 
     # what each kind of source is called in a record's quarantine reason (never its value: session
     # ids and URIs are provenance, which forget propagation scrubs from records and history)
@@ -41,6 +44,7 @@ class RevokedSource:
         "agent_id": "an agent",
         "session_id": "a session",
         "source_uri_prefix": "a source address",
+        "source_key_id": "a registered source's signing key",
     }
 
     @property
@@ -48,8 +52,8 @@ class RevokedSource:
         given = [name for name in self.KINDS if getattr(self, name)]
         if len(given) != 1:
             raise ValidationFailed(
-                "Name exactly one source to revoke: a credential, an agent, a session id or a source-URI prefix.",
-                errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix."]},
+                "Name exactly one source to revoke: a credential, an agent, a session id, a source-URI prefix or a source key.",
+                errors={"source": ["Exactly one of credential, agent, session_id, source_uri_prefix, source_key."]},
             )
         return given[0]
 
@@ -74,6 +78,7 @@ class RevokedSource:
             "agent_id": "agent_id",
             "session_id": "session_id",
             "source_uri_prefix": "source_uri__startswith",
+            "source_key_id": "verified_key_id",  # the records its signatures verified
         }[self.kind]
         return scope.filter(tenant_id=self.tenant_id, **{lookup: getattr(self, self.kind)})
 
@@ -82,7 +87,7 @@ class RevokedSource:
 class RevokeOutcome:
     record_ids: list[uuid.UUID]  # active records the source wrote, now quarantined
     derived_ids: list[uuid.UUID]  # active records derived from anything it wrote, now quarantined
-    token_revoked: bool  # a credential's token was usable and is revoked now
+    token_revoked: bool  # a credential's token (or a source key) was usable and is revoked now
     hold: SourceHold | None = None  # a session's or address's open hold, for its later writes
 
 
@@ -134,6 +139,8 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
                 **({"pk": source.credential_id} if kind == "credential_id" else {"agent_id": source.agent_id})
             )
             token_revoked = bool(revoke_tokens(tokens, at=now))
+        if kind == "source_key_id":  # it verifies nothing from now on (in-flight writes re-check it: memory.admission)
+            token_revoked = _revoke_key(source, actor=actor, note=note, at=now)
         direct, derived = revocation_targets(source=source, actor=actor)
         # One pass in key order; keeps those still active once locked (a concurrent decision may
         # have moved one meanwhile).
@@ -156,3 +163,22 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
                 also={"trust": Trust.UNTRUSTED, "quarantine_reason": why},
             )
     return RevokeOutcome(record_ids=moved[False], derived_ids=moved[True], token_revoked=token_revoked, hold=held)
+
+
+def _revoke_key(source: RevokedSource, *, actor: Actor, note: str, at) -> bool:
+    """Revoke a registered source's key of the tenant, with a history row; False if it already was."""
+    key = (
+        SourceKey.objects.select_for_update()
+        .filter(pk=cast(int, source.source_key_id), source__tenant_id=source.tenant_id)
+        .first()
+    )
+    if key is None:
+        raise RecordNotFound("No such source key in this tenant.")
+    if key.revoked_at is not None:
+        return False
+    key.revoked_at = at
+    key._change_reason, key._history_actor, key._history_note = f"{actor.channel}.revoke", actor.label, note
+    if actor.user is not None:
+        key._history_user = actor.user
+    key.save(update_fields=["revoked_at"])
+    return True

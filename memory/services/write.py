@@ -28,6 +28,7 @@ from memory.models import (
     content_digest,
 )
 from memory.policy import on_activation
+from memory.provenance.verify import Keyring, key_revoked_meanwhile, verify_signed, version_conflicts, version_locks
 from memory.risk import risk_flags_value
 from memory.services.history import _stamp
 from memory.services.transitions import _supersede_locked
@@ -81,11 +82,18 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
 
     with transaction.atomic():
         gate = enter_gate(credential, [draft])
-        if idempotency_key:  # a concurrent request with the same key waits here, then replays this one
-            hold([idempotency_lock(credential.pk, idempotency_key)])
+        if gate.key_revoked(draft):
+            raise key_revoked_meanwhile(gate.tenant_id)
+        # A concurrent request with the same key waits here, then replays this one; one claiming the
+        # same source version waits, then sees this one's content.
+        hold(([idempotency_lock(credential.pk, idempotency_key)] if idempotency_key else []) + version_locks([draft]))
+        if idempotency_key:
             replay = _idempotent_replay(credential, idempotency_key, fingerprint)
             if replay:
                 return replay
+        (conflict,) = version_conflicts(gate.tenant_id, [draft])
+        if conflict is not None:
+            raise conflict
         record = _create_record(draft, credential=credential, actor=actor, now=now, gate=gate)
         gate.store_raised(actor)
         if idempotency_key:
@@ -96,8 +104,10 @@ def memory_write(*, credential: AgentCredential, data: Any, idempotency_key: str
 
 
 def _checked_draft(data: Any, *, credential: AgentCredential, now: datetime) -> WriteDraft:
-    """A write body validated and checked against what the credential may do; nothing written."""
-    return _allowed(parse_write(reject_foreign_scope(data, credential), now=now), credential)
+    """A write body validated, checked against what the credential may do and, if signed, verified;
+    nothing written."""
+    draft = _allowed(parse_write(reject_foreign_scope(data, credential), now=now), credential)
+    return verify_signed(draft, Keyring.for_drafts(credential.agent.tenant_id, [draft]), now=now)
 
 
 def _allowed(draft: WriteDraft, credential: AgentCredential) -> WriteDraft:
@@ -195,6 +205,7 @@ def _new_record(
         supersedes=supersedes,
         written_by=credential,
         risk_flags=flags,
+        verified_key=draft.verified_key,
     )
     _stamp(record, actor=actor, reason=f"write.{status}")
     gate.observe(record)

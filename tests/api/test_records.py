@@ -47,7 +47,8 @@ def test_write_returns_201_with_the_record_as_the_contract_shows(agent_client):
     assert (record["tenant"], record["agent"], record["kind"]) == ("acme", "support-bot", "preference")
     assert (record["status"], record["trust"], record["version"]) == ("active", "trusted", 1)
     assert record["content"] == body["content"] and record["content_hash"].startswith("sha256:")
-    assert record["provenance"] == {**body["provenance"], "observed_at": "2026-11-29T10:00:00Z"}
+    unsigned = {"source": None, "verified": False}  # signed provenance: not signed
+    assert record["provenance"] == {**body["provenance"], "observed_at": "2026-11-29T10:00:00Z", **unsigned}
     assert record["supersedes"] is None and record["superseded_by"] is None and record["last_used_at"] is None
     created = timezone.datetime.fromisoformat(record["created_at"])
     assert timezone.datetime.fromisoformat(record["expires_at"]) - created == timedelta(seconds=604800)
@@ -286,6 +287,8 @@ def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_
         "source_version": "v2",
         "observed_at": "2026-11-01T10:00:00Z",
         "contaminated": False,
+        "source": None,
+        "verified": False,
     }
     assert {key for key, value in item.items() if value in (None, "", [])} == set()
     assert item["kind"] and item["context"].startswith(f"[{item['kind']} | {item['authority']} | confirmed ")

@@ -1,14 +1,18 @@
 """Filing a revocation in the reviewer pages (form, confirmation with the count, receipt, list) and
 from the admin (an action on agent tokens and agents, with a confirmation page)."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from governance.models import Revocation
-from memory.models import Agent, AgentCredential, MemoryRecord, Status
+from governed_memory.signing import generate_private_key, public_key_text
+from memory.models import Agent, AgentCredential, MemoryRecord, SourceKey, Status
 from memory.services import memory_write
 from tests.conftest import memory_body
+from tests.signed_support import crm_claim, register_crm
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +130,65 @@ def test_the_admin_action_on_agents_needs_a_reason(admin_client, credential, wri
     assert Revocation.objects.count() == 0
     admin_client.post(url, {**selection, "apply": "Yes, revoke", "reason": "misbehaving"})
     assert MemoryRecord.objects.get().status == Status.QUARANTINED
+
+
+def test_the_admin_registers_a_source_and_revokes_its_key_with_what_it_verified(admin_client, tenant, credential):
+    key = generate_private_key()
+    added = admin_client.post(
+        reverse("admin:memory_registeredsource_add"),
+        {
+            "tenant": tenant.pk,
+            "name": "crm",
+            "description": "",
+            "authority": "third_party",
+            "auto_admit_kinds": ["semantic"],
+            "public_key": public_key_text(key),
+            "overlap_hours": 24,
+            "keys-TOTAL_FORMS": 0,  # the keys' read-only inline
+            "keys-INITIAL_FORMS": 0,
+        },
+    )
+    assert added.status_code == 302, added.context["adminform"].form.errors if added.context else added
+    source_key = SourceKey.objects.get(source__name="crm")
+    record = memory_write(credential=credential, data=crm_claim(key)).record
+    assert record.status == Status.ACTIVE
+
+    url = reverse("admin:memory_sourcekey_changelist")
+    selection = {"action": "revoke_as_source", "_selected_action": [str(source_key.pk)]}
+    page = admin_client.post(url, selection).content.decode()
+    assert "<strong>1</strong> verified" in page and "verify nothing from now on" in page
+    admin_client.post(url, {**selection, "apply": "Yes, revoke", "reason": "key leaked"})
+    revocation = Revocation.objects.get()
+    assert (revocation.source, revocation.source_key, revocation.affected, revocation.token_revoked) == (
+        Revocation.Source.SOURCE_KEY,
+        source_key,
+        1,
+        True,
+    )
+    record.refresh_from_db()
+    assert (record.status, record.provenance["verified"]) == (Status.QUARANTINED, False)
+
+
+def test_the_admin_sets_a_sources_policy_and_rotates_its_key_with_an_overlap(admin_client, tenant):
+    first, second = generate_private_key(), generate_private_key()
+    source = register_crm(tenant, first)
+    form = {
+        "tenant": tenant.pk,
+        "name": "crm",
+        "description": "the CRM",
+        "authority": "third_party",
+        "auto_admit_kinds": ["procedural"],
+        "public_key": public_key_text(second),
+        "overlap_hours": 2,
+        "keys-TOTAL_FORMS": 1,
+        "keys-INITIAL_FORMS": 1,
+        "keys-0-id": SourceKey.objects.get().pk,
+        "keys-0-source": source.pk,
+    }
+    changed = admin_client.post(reverse("admin:memory_registeredsource_change", args=[source.pk]), form)
+    assert changed.status_code == 302, changed.context["adminform"].form.errors if changed.context else changed
+    source.refresh_from_db()
+    assert (source.auto_admit_kinds, source.description) == (["procedural"], "the CRM")
+    old, new = SourceKey.objects.order_by("pk")
+    assert new.public_key == public_key_text(second) and new.valid_until is None
+    assert timedelta(hours=1, minutes=59) < old.valid_until - new.valid_from <= timedelta(hours=2)

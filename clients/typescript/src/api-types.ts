@@ -956,7 +956,7 @@ export interface components {
             turn_id?: string | null;
             /** @description The tool's name (required for tool_output). */
             tool?: string | null;
-            /** @description The version of the source read. */
+            /** @description The version of the source read (required when signed: a source version is immutable). */
             source_version?: string | null;
             /**
              * Format: date-time
@@ -968,6 +968,12 @@ export interface components {
              * @default false
              */
             contaminated: boolean;
+            /** @description A registered source's name (signed provenance): the write then carries source_version, observed_at and the source's signature, and is refused unless the signature verifies. */
+            source?: string | null;
+            /** @description Base64 of the source's Ed25519 signature over the RFC 8785 canonical JSON of {"source", "source_version", "content_sha256", "subject", "observed_at"} (observed_at exactly as sent). */
+            signature?: string | null;
+            /** @description Ignored on a write (the server verifies the signature and says so on the record); accepted so that a record's provenance can be sent back as it was read. */
+            verified?: boolean | null;
         };
         PrunedSince: {
             /** Format: uuid */
@@ -1065,9 +1071,10 @@ export interface components {
              *     * `agent` - agent
              *     * `session_id` - session
              *     * `source_uri_prefix` - source-URI prefix
+             *     * `source_key` - registered source's key
              */
             source: components["schemas"]["SourceEnum"];
-            /** @description The token's hint, the agent's slug, the session id or the URI prefix. */
+            /** @description The token's hint, the agent's slug, the session id, the URI prefix, or the source's name and key fingerprint. */
             value: string;
             agent?: string | null;
             reason: string;
@@ -1076,7 +1083,7 @@ export interface components {
             affected: number;
             /** @description Of which records derived from what the source wrote. */
             derived_affected: number;
-            /** @description The credential's token was usable and is revoked now. */
+            /** @description The credential's token (or the source key) was usable and is revoked now. */
             token_revoked: boolean;
             /** Format: date-time */
             created_at: string;
@@ -1099,6 +1106,11 @@ export interface components {
             session_id?: string;
             /** @description Every record whose source URI starts with this, e.g. https://forum.example/. */
             source_uri_prefix?: string;
+            /**
+             * Format: int64
+             * @description A registered source's signing key, by id: every record its signature verified.
+             */
+            source_key?: number;
             /** @description Why, for the audit trail; becomes each record's history note. */
             reason: string;
         };
@@ -1159,9 +1171,10 @@ export interface components {
          *     * `agent` - agent
          *     * `session_id` - session
          *     * `source_uri_prefix` - source-URI prefix
+         *     * `source_key` - registered source's key
          * @enum {string}
          */
-        SourceEnum: "credential" | "agent" | "session_id" | "source_uri_prefix";
+        SourceEnum: "credential" | "agent" | "session_id" | "source_uri_prefix" | "source_key";
         /**
          * @description * `user_turn` - User Turn
          *     * `tool_output` - Tool Output
@@ -1187,6 +1200,10 @@ export interface components {
             /** Format: date-time */
             observed_at: string | null;
             contaminated: boolean;
+            /** @description The registered source whose signature it carried (signed writes). */
+            source: string | null;
+            /** @description Its signature verified against a key of the registered source, and that key has not been revoked since. */
+            verified: boolean;
         };
         /**
          * @description A body that must be a JSON object with only the declared fields. Marked for the schema

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0020_search_storage_version_3"),
+        ("memory", "0021_registered_sources"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
