@@ -239,11 +239,11 @@ def test_agents_confirm_only_with_the_capability(write, agent_client, client_for
 # (to_tsvector) and reads the scope's statistics with each term's df in one lookup of its tables;
 # SQLite analyses the query in process (FTS5's own tokenizer, `engine.sqlite._fts5.fts5_tokens`: no statement)
 # but counts with FTS5 itself: the terms' df in one statement, the scope's statistics in two. The
-# second stage (memory.search.rerank) reads its candidates' session neighbours in one statement; on
+# second stage (memory.search.rerank) reads its candidates' sessions, then their neighbours (two statements); on
 # SQLite, which reads the matches and the records holding none of the words in two, it re-ranks more
 # rows than ten, so with few matches the second is read too (PostgreSQL scores this small scope whole).
 # last_used_at is written off the request path (memory.usage).
-RECALL_STATEMENTS = {"postgresql": 6, "sqlite": 8}
+RECALL_STATEMENTS = {"postgresql": 7, "sqlite": 9}
 
 
 def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_every_field(write, agent_client):
@@ -276,7 +276,7 @@ def test_recall_costs_the_same_statements_for_2_or_10_items_and_each_item_shows_
     assert (len(two), len(ten)) == (2, 10)
     assert len(few) == len(many) == RECALL_STATEMENTS[connection.vendor]
     assert all(sql.lstrip().startswith(("SELECT", "WITH")) for sql in few + many)  # reads only: no scratch table
-    assert sum('FROM "memory_memoryrecord"' in sql for sql in many) == 2  # the neighbours, the load
+    assert sum('FROM "memory_memoryrecord"' in sql for sql in many) == 3  # the sessions, the neighbours, the load
     item = ten[0]
     assert item["provenance"] == {
         "source_type": "user_turn",
