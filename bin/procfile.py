@@ -9,8 +9,10 @@ main process alone: gunicorn's master stops its workers, Celery's worker finishe
 tasks and stops its pool, beat saves its state. Only a process still running after
 `PROCFILE_STOP_TIMEOUT` seconds (default 60) has its group killed, and that is said.
 
-Exit status: 0 when every process stopped cleanly after Ctrl-C or SIGTERM; 1 when a process
-exited by itself (the others are then stopped) or had to be killed.
+Exit status: 0 when every process stopped cleanly after Ctrl-C or SIGTERM (exit status 0, or ended
+by the SIGTERM sent to it: a process still starting has no handler yet and nothing to finish); 1
+when a process exited by itself (the others are then stopped), failed while stopping, or had to be
+killed.
 """
 
 import contextlib
@@ -113,7 +115,7 @@ class Launcher:
                         clean = False
                         self.stop_requested = f"{name} exited"
                         self.terminate_all()
-                    elif code != 0:
+                    elif code not in (0, -signal.SIGTERM):
                         clean = False
             if len(reported) == len(self.processes):
                 break

@@ -225,6 +225,28 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_sai
     assert process.returncode == 1
 
 
+def test_a_process_ended_by_the_sigterm_it_was_sent_is_a_clean_stop(tmp_path):
+    # A Celery worker stopped while it is still importing has no handler yet: SIGTERM ends it.
+    process = launch(
+        tmp_path, f"starting: sleep 60\nready: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n"
+    )
+    wait_until_printed(process, "up")
+    os.killpg(process.pid, signal.SIGINT)
+    output = process.communicate(timeout=30)[0]
+    assert "starting stopped (exit status -15)" in output
+    assert process.returncode == 0, output
+
+
+def test_a_process_that_fails_while_stopping_makes_the_stop_unclean(tmp_path):
+    failing = f"{sys.executable} -c \"import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3)); print('up', flush=True); time.sleep(60)\""
+    process = launch(tmp_path, f"failing: {failing}\n")
+    wait_until_printed(process, "up")
+    os.killpg(process.pid, signal.SIGINT)
+    output = process.communicate(timeout=30)[0]
+    assert "failing stopped (exit status 3)" in output
+    assert process.returncode == 1, output
+
+
 def test_a_process_that_exits_by_itself_stops_the_others(tmp_path):
     process = launch(tmp_path, "short: echo done\nlong: sleep 60\n")
     output = process.communicate(timeout=30)[0]
