@@ -358,9 +358,11 @@ class MemoryRecord(HistoryContext, models.Model):
                 condition=Q(status=Status.ACTIVE),
                 name="memory_recall_active_idx",
             ),
-            # recall's second stage: the records of one conversation (subject and session) in scope
+            # recall's second stage: the records of one conversation (subject and session) in scope;
+            # keyed by both, so its estimate is the narrow one and a subject holding thousands of
+            # records is not read through a subject index instead
             models.Index(
-                fields=["tenant", "agent", "session_id"],
+                fields=["tenant", "agent", "subject", "session_id"],
                 condition=Q(status=Status.ACTIVE),
                 name="memory_sequence_idx",
             ),

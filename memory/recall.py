@@ -259,7 +259,14 @@ def _fill(
             rows = iter(fused)
         result.semantic = semantic_index.name
     rows, result.min_relevance = second_stage(
-        rows, index=index, scope=scope, q=q, records=ScopedRecords(candidates), idfs=ranking.idfs, periods=periods, fused=fused
+        rows,
+        index=index,
+        scope=scope,
+        q=q,
+        records=ScopedRecords(candidates, owner=scope.owner()),
+        idfs=ranking.idfs,
+        periods=periods,
+        fused=fused,
     )
     fill_budget(result, rows, q, load=candidates.in_bulk, floor=result.min_relevance)
     result.candidates = ranking.scope_size

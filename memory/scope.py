@@ -60,10 +60,13 @@ class Scope:
     def q(self, *, timely: bool = True) -> Q:
         """The filter as a Q over records or history rows; `timely=False` leaves out expiry and
         validity (the collection BM25 counts)."""
-        owner = Q(tenant_id=self.tenant_id, agent_id=self.agent_id)
-        return owner & self.filters(
+        return self.owner() & self.filters(
             purpose=self.purpose, now=self.now, subject=self.subject, kind_ids=self.kind_ids, timely=timely
         )
+
+    def owner(self) -> Q:
+        """Whose records: the tenant's and the agent's, in any status."""
+        return Q(tenant_id=self.tenant_id, agent_id=self.agent_id)
 
     @staticmethod
     def filters(

@@ -14,7 +14,9 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="memoryrecord",
             index=models.Index(
-                condition=models.Q(("status", "active")), fields=["tenant", "agent", "session_id"], name="memory_sequence_idx"
+                condition=models.Q(("status", "active")),
+                fields=["tenant", "agent", "subject", "session_id"],
+                name="memory_sequence_idx",
             ),
         ),
     ]

@@ -156,8 +156,11 @@ class ScopedRecords:
     """`Records` over the hard-filtered queryset recall loads its items from: two queries for the
     candidates' facts and their neighbours (a window over the candidates' sequences)."""
 
-    def __init__(self, records: QuerySet[MemoryRecord]) -> None:
+    def __init__(self, records: QuerySet[MemoryRecord], *, owner: Q | None = None) -> None:
+        # `owner` bounds the first read (which sequences the candidates are in, by id alone); the
+        # second reads `records` only, so what comes back is always in their scope.
         self.records = records.order_by().annotate(content_length=Length("content"))
+        self.owned = records.model.objects.filter(owner or Q()).order_by()
 
     def around(self, ids: Collection[uuid.UUID], window: int) -> list[Facts]:
         if not ids:
@@ -171,19 +174,22 @@ class ScopedRecords:
             F("id").asc(),
         ]
         partition = [F("subject"), F("session_id")]
-        # Two reads. First the candidates' sequences (subject and session), given to the second as
-        # lists so the database reads their records by the sequence index (memory_sequence_idx), not
-        # the whole scope. The second's window marks each row within `window` places of a
-        # candidate, and only those rows come back; a record of one of those subjects and one of
-        # those sessions that is not a candidate's sequence is a partition of its own, never near.
-        # Candidates outside a sequence come back too (their facts, in the same read): each is
-        # alone in its window, the partition of the subject's records without a session being
-        # only the candidates among them.
-        groups = set(self.records.filter(pk__in=ids).exclude(session_id="").values_list("subject", "session_id"))
-        where = Q(pk__in=ids)
-        if groups:
-            subjects, sessions = (sorted(set(column)) for column in zip(*groups, strict=True))
-            where |= Q(subject__in=subjects, session_id__in=sessions)
+        # Two reads. First each candidate's sequence (subject and session) by its id alone (the
+        # second read applies the scope), then the scope's records of those sequences, one arm of
+        # the filter per subject naming its sessions, so the database reads them through the
+        # sequence index (memory_sequence_idx: one descent per sequence) rather than through a
+        # subject's or the whole scope's records. The window marks each row within `window` places
+        # of a candidate, and only those rows come back. Candidates outside a sequence come back
+        # too (their facts, in the same read): each is alone in its window, the partition of the
+        # subject's records without a session being only the candidates among them.
+        placed = list(self.owned.filter(pk__in=ids).values_list("pk", "subject", "session_id"))
+        sessions: dict[str, set[str]] = defaultdict(set)
+        for _, subject, session in placed:
+            if session:
+                sessions[subject].add(session)
+        where = Q(pk__in=[pk for pk, _, session in placed if not session])
+        for subject, named in sorted(sessions.items()):
+            where |= Q(subject=subject, session_id__in=sorted(named))
         rows = (
             self.records.filter(where)
             .annotate(
