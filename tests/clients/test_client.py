@@ -4,6 +4,7 @@ current version, typed errors with field messages, forget and its status, batch 
 
 import uuid
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -21,8 +22,10 @@ from governed_memory import (
     ValidationError,
 )
 from governed_memory.models import PROMPT_HEADER
+from governed_memory.signing import generate_private_key, sign_provenance
 from memory.models import MemoryRecord
 from tests.clients.conftest import RecordingTransport, posts_to, user_fact
+from tests.signed_support import register_crm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -202,3 +205,27 @@ def test_a_batch_is_sent_in_chunks_with_item_keys_and_list_iterates_every_page(a
 
     assert len(transport.to("/memories/")) == 3  # pages of 40, 40, 23
     assert [m.id for m in listed] == [m.id for m in result.memories]
+
+
+def test_a_claim_signed_with_sign_provenance_is_stored_verified_and_a_tampered_one_stores_nothing(client, tenant):
+    key = generate_private_key()
+    register_crm(tenant, key)
+    observed = datetime(2026, 11, 29, 10, 0, tzinfo=timezone(timedelta(hours=1)))  # sent, and signed, with its offset
+    claim = Provenance.tool_output("crm_lookup", session="s-crm", version="contact/42@v7", observed_at=observed)
+    fact = {"subject": "customer/acme", "purpose": "support", "kind": "semantic", "confidence": 1.0}
+    content = "Acme's billing contact is Dana Reyes."
+    signed = sign_provenance(key, claim, source="crm", content=content, subject="customer/acme")
+    assert (signed.source, claim.source, claim.signature) == ("crm", None, None) and signed.signature
+
+    memory = client.remember(content, provenance=signed, **fact)
+    assert (memory.status, memory.provenance.source, memory.provenance.verified) == ("active", "crm", True)
+    assert client.get(memory.id).provenance.verified
+
+    before = MemoryRecord.objects.count()
+    with pytest.raises(ValidationError):  # signed for other content
+        client.remember("Acme's billing contact is Mallory.", provenance=signed, **fact)
+    with pytest.raises(ValidationError):  # or for another subject
+        client.remember(content, provenance=signed, **{**fact, "subject": "customer/zed"})
+    assert MemoryRecord.objects.count() == before
+    with pytest.raises(ValueError, match="observed_at"):
+        sign_provenance(key, replace(claim, observed_at=None), source="crm", content=content, subject="customer/acme")

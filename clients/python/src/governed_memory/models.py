@@ -58,6 +58,9 @@ class Provenance:
     source_version: str | None = None
     observed_at: datetime | None = None
     contaminated: bool = False
+    source: str | None = None  # a registered source's name, with `signature` (`signing.sign_provenance`)
+    signature: str | None = None
+    verified: bool = False  # read only: the server verified the signature
 
     @property
     def default_authority(self) -> str:
@@ -172,6 +175,7 @@ class Provenance:
             "source_version": self.source_version,
             "observed_at": _iso(self.observed_at),
             "contaminated": self.contaminated,
+            **{name: value for name in ("source", "signature") if (value := getattr(self, name)) is not None},
         }
 
     @classmethod
@@ -185,6 +189,8 @@ class Provenance:
             source_version=data.get("source_version"),
             observed_at=parse_datetime(data.get("observed_at")),
             contaminated=bool(data.get("contaminated", False)),
+            source=data.get("source"),
+            verified=data.get("verified") is True,
         )
 
 

@@ -5,14 +5,15 @@ A source registered with the service (``manage.py register_source``) signs what 
 its Ed25519 private key; the write carries the fields `sign_result` returns in its provenance, and
 the service verifies them before storing anything::
 
-    from governed_memory.signing import load_private_key, sign_result
+    from governed_memory import Client, Provenance
+    from governed_memory.signing import load_private_key, sign_provenance
 
     key = load_private_key(open("crm-signing-key.pem").read())
-    provenance = {
-        "source_type": "tool_output", "tool": "crm_lookup", "session_id": "s-1",
-        **sign_result(key, source="crm", source_version="contact/42@v7", content=content,
-                      subject="customer/acme", observed_at="2026-11-29T10:00:00Z"),
-    }
+    claim = Provenance.tool_output("crm_lookup", session="s-1", version="contact/42@v7", observed_at=observed)
+    provenance = sign_provenance(key, claim, source="crm", content=content, subject="customer/acme")
+    Client().remember(content, subject="customer/acme", ..., provenance=provenance)
+
+(`sign_result` gives the same fields as a dict, for a write built by hand.)
 
 The signature covers the source's name, the source version, the SHA-256 of the content, the subject
 and `observed_at` exactly as written (RFC 8785 canonical JSON): another content, subject, version or
@@ -23,7 +24,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import replace
 from datetime import datetime, timezone
+
+from governed_memory.models import Provenance
 
 try:
     import rfc8785
@@ -32,7 +36,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError('governed_memory.signing needs the "signing" extra: pip install "governed-memory-client[signing]"') from exc
 
-__all__ = ["generate_private_key", "load_private_key", "public_key_text", "sign_result", "statement"]
+__all__ = ["generate_private_key", "load_private_key", "public_key_text", "sign_provenance", "sign_result", "statement"]
 
 PrivateKeyLike = Ed25519PrivateKey | bytes | str
 
@@ -110,3 +114,24 @@ def sign_result(
         "observed_at": observed,
         "signature": base64.b64encode(signature).decode("ascii"),
     }
+
+
+def sign_provenance(
+    private_key: PrivateKeyLike, provenance: Provenance, *, source: str, content: str, subject: str
+) -> Provenance:
+    """`provenance` signed by `source` for a write of `content` about `subject`: the same claim
+    with `source` and `signature` set, ready for `Client.remember`. The claim must name its
+    `source_version` and `observed_at` (with a time zone); the signature covers `observed_at` as
+    the client sends it."""
+    if provenance.observed_at is None:
+        raise ValueError("A signed result names when the source observed it (observed_at).")
+    sent = provenance.to_json()["observed_at"]
+    signed = sign_result(
+        private_key,
+        source=source,
+        source_version=provenance.source_version or "",
+        content=content,
+        subject=subject,
+        observed_at=sent,
+    )
+    return replace(provenance, source=source, signature=signed["signature"])
