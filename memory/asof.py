@@ -52,7 +52,7 @@ from memory.actors import Actor
 from memory.asof_ranking import EMBED_LIMIT, rank_rows, similarity_at
 from memory.errors import DomainError, RecordNotFound, ValidationFailed
 from memory.fingerprints import subject_fingerprint
-from memory.models import Agent, MemoryKind, MemoryRecord, Status, Tenant
+from memory.models import SIGNED_BY, Agent, MemoryKind, MemoryRecord, Status, Tenant
 from memory.recall import RecallQuery, RecallResult, fill_budget, second_stage
 from memory.scope import Scope
 from memory.search import IndexKind, fusion, semantic
@@ -134,11 +134,13 @@ def _tracked_attnames() -> tuple[str, ...]:
 
 
 def record_from_row(row, *, withheld: bool, agent: Agent | None = None) -> MemoryRecord:
-    """The record as the history row `row` has it (tenant, agent and kind taken from `agent` or the
-    row's joined rows, so no query). A withheld record keeps no content or provenance strings."""
+    """The record as the history row `row` has it (tenant, agent, kind and signing key taken from
+    `agent` or the row's joined rows, so no query). A withheld record keeps no content or provenance strings."""
     record = MemoryRecord(**{name: getattr(row, name) for name in _tracked_attnames()})
     record.tenant, record.agent = (agent.tenant, agent) if agent is not None else (row.tenant, row.agent)
     record.kind = row.kind
+    if record.verified_key_id is not None:  # joined with its source (SIGNED_BY) by the row's reader
+        record.verified_key = row.verified_key
     if withheld:
         record.content = record.content_hash = ""
         record.source_uri = record.session_id = record.turn_id = record.tool = record.source_version = ""
@@ -176,7 +178,7 @@ def record_as_of(*, actor: Actor, record_id, at: datetime) -> RecordAsOf:
     history = history_model()
     in_scope = actor.in_tenants(history.objects.all())
     now_status = records_in_scope(actor).filter(pk=record_id).values_list("status", flat=True).first()
-    row = states_at(in_scope.filter(id=record_id), at).select_related("tenant", "agent", "kind").first()
+    row = states_at(in_scope.filter(id=record_id), at).select_related("tenant", "agent", "kind", SIGNED_BY).first()
     if now_status is None:
         pruned = _pruned_trace.find(actor=actor, record_id=record_id) if _pruned_trace is not None else None
         if pruned is not None:
@@ -320,7 +322,7 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
             status_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("status")[:1]),
             content_hash_now=Subquery(MemoryRecord.objects.filter(pk=OuterRef("id")).values("content_hash")[:1]),
         )
-        .select_related("kind")
+        .select_related("kind", SIGNED_BY)
     )  # tenant and agent: the agent's, for every row
     collection, withheld = [], []
     for row in active:

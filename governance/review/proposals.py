@@ -43,7 +43,7 @@ from governance.review.common import (
 )
 from memory.actors import Actor
 from memory.errors import Conflict, RecordNotFound, ValidationFailed
-from memory.models import MemoryRecord
+from memory.models import SIGNED_BY, MemoryRecord
 from memory.selectors import records_in_scope
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _fresh_members(actor: Actor, proposal: DedupProposal) -> list[ProposalMember
     members = proposal_members(proposal)
     records = (
         records_in_scope(actor)
-        .select_related("tenant", "agent", "kind")
+        .select_related("tenant", "agent", "kind", SIGNED_BY)
         .prefetch_related("derived_from")
         .in_bulk([member.record.pk for member in members])
     )

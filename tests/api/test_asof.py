@@ -12,9 +12,11 @@ from django.utils import timezone
 
 from governance.forget.jobs import propagate_forgets
 from governance.retention.prune import prune
+from governed_memory.signing import generate_private_key
 from memory.models import MemoryKind, MemoryRecord
-from memory.services import memory_forget_subject, memory_promote, memory_retire, memory_supersede
+from memory.services import memory_forget_subject, memory_promote, memory_retire, memory_supersede, memory_write
 from tests.api.conftest import MEMORIES, RECALL, UNTRUSTED, assert_problem
+from tests.signed_support import crm_claim, register_crm
 
 pytestmark = pytest.mark.django_db
 
@@ -253,6 +255,40 @@ def test_as_of_endpoints_use_a_constant_number_of_queries(write, reviewer_client
     many = counted(20)
     assert few == many
     assert many[0] <= 10 and many[1] <= 25, many
+
+
+def test_as_of_reads_of_signed_records_cost_the_same_for_2_or_8(credential, tenant, reviewer_client):
+    key = generate_private_key()
+    register_crm(tenant, key)
+
+    def counted(n_records, start):
+        records = [
+            memory_write(
+                credential=credential,
+                data=crm_claim(key, content=f"Acme invoice contact {i} is Dana.", version=f"contact/{i}@v1"),
+            ).record
+            for i in range(start, start + n_records)
+        ]
+        assert all(r.provenance_verified for r in records)
+        moment = tick()
+        with CaptureQueriesContext(connection) as record_queries:
+            response = as_of(reviewer_client, records[0].pk, moment)
+            assert response.status_code == 200 and response.json()["provenance"]["verified"] is True
+        with CaptureQueriesContext(connection) as recall_queries:
+            body = {
+                "purpose": "support",
+                "query": "acme invoice contact",
+                "as_of": iso(moment),
+                "tenant": "acme",
+                "agent": "support-bot",
+            }
+            response = reviewer_client.post(RECALL, body, format="json")
+            items = response.json()["items"]
+            assert response.status_code == 200 and len(items) >= n_records
+            assert all(item["provenance"]["verified"] for item in items)
+        return len(record_queries), len(recall_queries)
+
+    assert counted(2, 0) == counted(6, 2)
 
 
 def test_as_of_recall_says_when_records_pruned_since_could_be_missing(write, reviewer_client):

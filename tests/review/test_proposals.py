@@ -19,9 +19,11 @@ from governance.dedup.jobs import propose_duplicates
 from governance.dedup.services import DECISION_NOTE_MAX_CHARS, proposal_accept
 from governance.forget.services import forget_request_create
 from governance.models import DedupProposal, DedupProposalDrop
+from governed_memory.signing import generate_private_key
 from memory.actors import Actor
 from memory.models import MemoryRecord, Status
-from memory.services import memory_confirm
+from memory.services import memory_confirm, memory_write
+from tests.signed_support import crm_claim, register_crm
 
 pytestmark = pytest.mark.django_db
 
@@ -402,3 +404,21 @@ def test_proposal_pages_use_a_constant_number_of_queries(reviewer_client, write,
     assert DedupProposalDrop.objects.count() == 50
     large = counts()
     assert large == small
+
+
+def test_a_proposal_of_signed_records_costs_the_same_for_2_or_5_members(reviewer_client, credential, tenant):
+    key = generate_private_key()
+    register_crm(tenant, key)
+
+    def detail_queries(members: int, subject: str) -> int:
+        for n in range(members):
+            body = crm_claim(key, content="Acme's billing contact is Dana Reyes.", subject=subject, version=f"{subject}@v{n}")
+            assert memory_write(credential=credential, data=body).record.provenance_verified
+        propose_duplicates(now=timezone.now(), batch_size=100)
+        proposal = DedupProposal.objects.get(status="open", subject=subject)
+        assert proposal.drops.count() == members - 1
+        page = reviewer_client.get(detail_url(proposal)).content.decode()
+        assert page.count('data-provenance="verified"') == 2 * (members - 1)  # the kept card beside each dropped one
+        return _queries_for(reviewer_client, detail_url(proposal))
+
+    assert detail_queries(2, "customer/acme") == detail_queries(5, "customer/zed")
