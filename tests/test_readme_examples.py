@@ -160,6 +160,8 @@ def run_examples(demo: DemoRun, examples: dict[Path, list[Block]], directory: Pa
         + "\n".join(failures)
         + "\n"
         + "\n".join(transcripts)[-12000:]
+        + "\n=== the demo's own output (web, worker, beat) ===\n"
+        + demo.output()[-6000:]
     )
 
 
