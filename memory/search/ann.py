@@ -93,7 +93,7 @@ STORAGE_DIR = re.compile(r"^memory_search_sem_\d+$")  # a semantic index's direc
 # availability and the recipe
 
 
-def _faiss() -> Any:
+def faiss_module() -> Any:
     """The library, imported on first use (typed as Any: its generated hints miss most classes)."""
     return importlib.import_module("faiss")
 
@@ -154,7 +154,7 @@ def _meta_path(directory: Path, tenant_id: int) -> Path:
     return directory / f"tenant-{int(tenant_id)}.json"
 
 
-def _read_meta(path: Path) -> dict | None:
+def read_meta(path: Path) -> dict | None:
     try:
         meta = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -172,7 +172,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def locked(directory: Path) -> Iterator[None]:
     """One writer per index directory at a time (builds, refreshes and purges, in any process)."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "a+b") as handle:
@@ -183,12 +183,12 @@ def _locked(directory: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _publish(directory: Path, tenant_id: int, index: Any, ids: bytearray, meta: dict) -> None:
+def publish(directory: Path, tenant_id: int, index: Any, ids: bytearray, meta: dict) -> None:
     """Write a new generation of a partition and make it current; the old generation's files go."""
-    faiss = _faiss()
+    faiss = faiss_module()
 
     meta_path = _meta_path(directory, tenant_id)
-    old = _read_meta(meta_path)
+    old = read_meta(meta_path)
     generation = (old or {}).get("generation", 0) + 1
     stem = f"tenant-{int(tenant_id)}.g{generation}"
     # Written beside, then renamed: a file of that name left by an interrupted publish may be
@@ -207,9 +207,9 @@ def _publish(directory: Path, tenant_id: int, index: Any, ids: bytearray, meta: 
                 (directory / old[key]).unlink()
 
 
-def _remove_partition(directory: Path, tenant_id: int) -> None:
+def remove_partition(directory: Path, tenant_id: int) -> None:
     meta_path = _meta_path(directory, tenant_id)
-    old = _read_meta(meta_path)
+    old = read_meta(meta_path)
     with contextlib.suppress(FileNotFoundError):
         meta_path.unlink()
     for key in ("faiss", "ids"):
@@ -223,7 +223,7 @@ def partitions(storage_name: str) -> dict[int, dict]:
     directory = index_dir(storage_name)
     found = {}
     for path in sorted(directory.glob("tenant-*.json")) if directory.is_dir() else ():
-        meta = _read_meta(path)
+        meta = read_meta(path)
         if meta is not None:
             found[int(path.stem.split("-", 1)[1])] = meta
     return found
@@ -244,10 +244,10 @@ def drop(storage_name: str) -> None:
 # building
 
 
-def _zero(index: Any, ids: bytearray, positions: Sequence[int], dims: int) -> list[bytes]:
+def zeroed(index: Any, ids: bytearray, positions: Sequence[int], dims: int) -> list[bytes]:
     """Overwrite the vectors and ids at `positions` with zeros (the graph keeps its links: a zero
     vector is similar to nothing, and a zero id is skipped); returns the vectors' former bytes."""
-    faiss = _faiss()
+    faiss = faiss_module()
     import numpy as np
 
     storage = faiss.downcast_index(index.storage)
@@ -290,7 +290,7 @@ def _settle(storage_name: str) -> None:
 
 def build_partition(storage_name: str, recipe: dict, tenant_id: int) -> int:
     """Build and publish the tenant's partition from the table; returns how many vectors it holds."""
-    faiss = _faiss()
+    faiss = faiss_module()
     import numpy as np
 
     dims = int(recipe.get("dims", 384))
@@ -310,9 +310,9 @@ def build_partition(storage_name: str, recipe: dict, tenant_id: int) -> int:
     index.hnsw.efConstruction = ann["ef_construction"]
     index.add(matrix)
     directory = index_dir(storage_name)
-    with _locked(directory):
+    with locked(directory):
         gone = _gone(storage_name, ids)
-        _zero(index, ids, gone, dims)
+        zeroed(index, ids, gone, dims)
         meta = {
             "tenant": tenant_id,
             "snapshot": snapshot.isoformat(),
@@ -321,8 +321,8 @@ def build_partition(storage_name: str, recipe: dict, tenant_id: int) -> int:
             "dead": len(gone),
             "recipe": ann,
         }
-        _publish(directory, tenant_id, index, ids, meta)
-    _cache.forget(storage_name, tenant_id)
+        publish(directory, tenant_id, index, ids, meta)
+    graph_cache.forget(storage_name, tenant_id)
     return len(matrix) - len(gone)
 
 
@@ -339,9 +339,9 @@ def build(storage_name: str, recipe: dict) -> dict[int, int]:
         if count >= recipe["ann"]["min_partition"]:
             built[tenant_id] = build_partition(storage_name, recipe, tenant_id)
     if index_dir(storage_name).is_dir():  # (none made for an index without partitions)
-        with _locked(index_dir(storage_name)):
+        with locked(index_dir(storage_name)):
             for tenant_id in set(partitions(storage_name)) - set(built):
-                _remove_partition(index_dir(storage_name), tenant_id)
+                remove_partition(index_dir(storage_name), tenant_id)
     return built
 
 
@@ -363,10 +363,10 @@ def refresh(storage_name: str, recipe: dict) -> dict[str, list[int]]:
         build_partition(storage_name, recipe, tenant_id)
         rebuilt.append(tenant_id)
     if present:
-        with _locked(index_dir(storage_name)):
+        with locked(index_dir(storage_name)):
             for tenant_id in sorted(present):
                 if counts.get(tenant_id, 0) < recipe["ann"]["min_partition"]:
-                    _remove_partition(index_dir(storage_name), tenant_id)
+                    remove_partition(index_dir(storage_name), tenant_id)
                     removed.append(tenant_id)
     return {"rebuilt": rebuilt, "removed": removed}
 
@@ -407,7 +407,7 @@ class Partition:
     def search(self, query: Any, count: int) -> list[uuid.UUID]:
         """The ids of up to `count` positions most similar to `query`, best first (purged
         positions skipped)."""
-        faiss = _faiss()
+        faiss = faiss_module()
         import numpy as np
 
         count = min(count, self.count)
@@ -476,14 +476,14 @@ class _Cache:
         return partition
 
 
-_cache = _Cache()
+graph_cache = _Cache()
 
 
 def _load(directory: Path, meta_path: Path, stamp: tuple[int, int], dims: int) -> Partition | None:
-    faiss = _faiss()
+    faiss = faiss_module()
 
     try:
-        meta = _read_meta(meta_path)
+        meta = read_meta(meta_path)
         if meta is None:
             raise ValueError("unreadable partition description")
         index = faiss.read_index(str(directory / meta["faiss"]), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
@@ -511,4 +511,4 @@ def partition(storage_name: str, recipe: dict, tenant_id: int) -> Partition | No
     library missing, no partition built for the tenant, or its files unreadable): scan exactly."""
     if not recipe.get("ann") or not settings.SEMANTIC_ANN_SEARCH or library_missing():
         return None
-    return _cache.get(storage_name, tenant_id, int(recipe.get("dims", 384)))
+    return graph_cache.get(storage_name, tenant_id, int(recipe.get("dims", 384)))

@@ -16,15 +16,15 @@ from typing import Any
 
 from memory.search.ann import (
     ID_BYTES,
-    _cache,
-    _faiss,
-    _locked,
-    _publish,
-    _read_meta,
-    _remove_partition,
-    _zero,
+    faiss_module,
+    graph_cache,
     index_dir,
+    locked,
     partitions,
+    publish,
+    read_meta,
+    remove_partition,
+    zeroed,
 )
 
 logger = logging.getLogger("memory.search")
@@ -42,7 +42,7 @@ def purge(storage_name: str, record_ids: Sequence[uuid.UUID], *, dims: int = 384
     generation of each partition holding any of them), then read every file of the index back
     for the removed ids and vectors. A partition that cannot be read cannot be overwritten: it is
     deleted (a cache; the refresh builds it again), as is any file no partition refers to."""
-    faiss = _faiss()
+    faiss = faiss_module()
 
     wanted = {uuid.UUID(str(pk)).bytes for pk in record_ids}
     directory = index_dir(storage_name)
@@ -50,7 +50,7 @@ def purge(storage_name: str, record_ids: Sequence[uuid.UUID], *, dims: int = 384
     if not wanted or not directory.is_dir():
         return result
     removed_vectors: set[bytes] = set()
-    with _locked(directory):
+    with locked(directory):
         for tenant_id, meta in partitions(storage_name).items():
             try:
                 ids = bytearray((directory / meta["ids"]).read_bytes())
@@ -60,17 +60,17 @@ def purge(storage_name: str, record_ids: Sequence[uuid.UUID], *, dims: int = 384
                 if not positions:
                     continue
                 index = faiss.read_index(str(directory / meta["faiss"]))
-                removed_vectors.update(_zero(index, ids, positions, dims))
+                removed_vectors.update(zeroed(index, ids, positions, dims))
                 meta = {**meta, "dead": int(meta["dead"]) + len(positions)}
             except Exception as exc:
                 logger.warning(
                     "semantic ann partition unreadable: deleted", extra={"tenant": tenant_id, "error": type(exc).__name__}
                 )
-                _remove_partition(directory, tenant_id)
-                _cache.forget(storage_name, tenant_id)
+                remove_partition(directory, tenant_id)
+                graph_cache.forget(storage_name, tenant_id)
                 continue
-            _publish(directory, tenant_id, index, ids, meta)
-            _cache.forget(storage_name, tenant_id)
+            publish(directory, tenant_id, index, ids, meta)
+            graph_cache.forget(storage_name, tenant_id)
             result.positions += len(positions)
         _remove_unreferenced(directory)
         result.files, result.verified = _read_back(directory, wanted, {v for v in removed_vectors if any(v)}, dims)
@@ -82,7 +82,7 @@ def _remove_unreferenced(directory: Path) -> None:
     description): it may hold what a forget removes, and nothing reads it."""
     kept = {".lock"}
     for path in directory.glob("tenant-*.json"):
-        meta = _read_meta(path)
+        meta = read_meta(path)
         if meta is not None and meta.get("faiss") and meta.get("ids"):
             kept |= {path.name, meta["faiss"], meta["ids"]}
     for path in directory.iterdir():
@@ -113,11 +113,11 @@ def _read_back(directory: Path, ids: set[bytes], removed: set[bytes], dims: int)
 
 def _live_copies(directory: Path, faiss_name: str, found: list[bytes], dims: int) -> dict[bytes, int]:
     """vector -> how many live positions of the partition stored in `faiss_name` hold it."""
-    faiss = _faiss()
+    faiss = faiss_module()
     import numpy as np
 
     for path in directory.glob("tenant-*.json"):
-        meta = _read_meta(path)
+        meta = read_meta(path)
         if meta is not None and meta.get("faiss") == faiss_name:
             break
     else:
