@@ -225,26 +225,29 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_stop_timeout_and_sai
     assert process.returncode == 1
 
 
-def test_a_process_ended_by_the_sigterm_it_was_sent_is_a_clean_stop(tmp_path):
-    # A Celery worker stopped while it is still importing has no handler yet: SIGTERM ends it.
-    process = launch(
-        tmp_path, f"starting: sleep 60\nready: {sys.executable} -c \"print('up', flush=True); import time; time.sleep(60)\"\n"
-    )
+UP = "print('up', flush=True); time.sleep(60)"
+
+
+@pytest.mark.parametrize(
+    ("procfile", "said", "status"),
+    [
+        # a Celery worker stopped while it is still importing has no handler yet: SIGTERM ends it
+        (f'starting: sleep 60\nready: {sys.executable} -c "import time; {UP}"\n', "starting stopped (exit status -15)", 0),
+        (
+            f'failing: {sys.executable} -c "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3)); {UP}"\n',
+            "failing stopped (exit status 3)",
+            1,
+        ),
+    ],
+    ids=["ended-by-its-sigterm-is-clean", "failing-while-stopping-is-unclean"],
+)
+def test_how_a_process_ends_after_ctrl_c_decides_the_exit_status(tmp_path, procfile, said, status):
+    process = launch(tmp_path, procfile)
     wait_until_printed(process, "up")
     os.killpg(process.pid, signal.SIGINT)
     output = process.communicate(timeout=30)[0]
-    assert "starting stopped (exit status -15)" in output
-    assert process.returncode == 0, output
-
-
-def test_a_process_that_fails_while_stopping_makes_the_stop_unclean(tmp_path):
-    failing = f"{sys.executable} -c \"import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(3)); print('up', flush=True); time.sleep(60)\""
-    process = launch(tmp_path, f"failing: {failing}\n")
-    wait_until_printed(process, "up")
-    os.killpg(process.pid, signal.SIGINT)
-    output = process.communicate(timeout=30)[0]
-    assert "failing stopped (exit status 3)" in output
-    assert process.returncode == 1, output
+    assert said in output
+    assert process.returncode == status, output
 
 
 def test_a_process_that_exits_by_itself_stops_the_others(tmp_path):
