@@ -13,8 +13,10 @@ starts (docs/operations.md):
 Without the extra each of these does nothing."""
 
 import os
+from pathlib import Path
+from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_init, worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -22,6 +24,36 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("governed_memory")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class WorkerHeartbeat(bootsteps.StartStopStep):
+    """Touches this worker's heartbeat file from the main process's timer while it runs, and removes
+    it when the worker stops (`governance.ops.heartbeat`; read by `manage.py probe worker`)."""
+
+    requires = ("celery.worker.components:Timer",)
+
+    def __init__(self, parent, **kwargs) -> None:
+        super().__init__(parent, **kwargs)
+        self.tref: Any = None
+        self.path: Path | None = None
+
+    def start(self, parent) -> None:
+        from governance.ops import heartbeat
+
+        path = self.path = heartbeat.path_for("worker", parent.hostname)
+        heartbeat.touch(path)
+        self.tref = parent.timer.call_repeatedly(heartbeat.interval(), heartbeat.touch, (path,), priority=10)
+
+    def stop(self, parent) -> None:
+        from governance.ops import heartbeat
+
+        if self.tref is not None:
+            self.tref.cancel()
+        if self.path is not None:
+            heartbeat.remove(self.path)
+
+
+app.steps["worker"].add(WorkerHeartbeat)
 
 
 def _load_at_start() -> bool:

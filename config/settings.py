@@ -57,7 +57,7 @@ if PRODUCTION:
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
 # Probes and scrapers inside the network speak plain HTTP: /health/ and /metrics (routed in
 # governance/ops/urls.py) answer as they are. Patterns match the path without its leading slash.
-SECURE_REDIRECT_EXEMPT = [r"^health/$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^health/((live|ready)/)?$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
@@ -373,6 +373,8 @@ PRUNED_RECORD_TRACE_RETENTION_DAYS = env_int("PRUNED_RECORD_TRACE_RETENTION_DAYS
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 2)  # seconds allowed to reach the broker
 # /health/ says "starting" (200), not "fail", while the scheduled jobs have not yet run this long after start.
 HEALTH_STARTUP_GRACE_SECONDS = env_float("HEALTH_STARTUP_GRACE_SECONDS", 180)
+# Workers and beat touch a heartbeat file this often (`manage.py probe`, docs/deployment.md).
+PROBE_HEARTBEAT_SECONDS = env_float("PROBE_HEARTBEAT_SECONDS", 10)
 
 # --- email: queue alerts and the daily digest to reviewers (governance.alerts) ---
 # The console backend in development (mails are printed); SMTP from the environment in production.

@@ -29,6 +29,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTa
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
 from governance.jobs.registry import JOBS, job_of_task, task_name
+from governance.ops import heartbeat
 
 ENTRY_PREFIX = "job-"
 
@@ -193,6 +194,11 @@ class JobScheduler(DatabaseScheduler):
         # written by the seed migration), an admin's first edit would wait for its 5-minute full sync.
         PeriodicTasks.update_changed()
         super().setup_schedule()
+
+    def tick(self, *args, **kwargs):
+        # beat's liveness: each tick touches its heartbeat file (`manage.py probe beat`)
+        heartbeat.touch(heartbeat.path_for("beat"))
+        return super().tick(*args, **kwargs)
 
     def install_default_entries(self, data):
         # The only default entry is celery.backend_cleanup, for a result backend this app does not use.

@@ -13,15 +13,13 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from kombu import Connection
 
 from governance.jobs.health import check_scheduler
-from memory.engine import current
-from memory.search import semantic
+from governance.ops.checks import check_broker, check_database, recall_serving
+from governance.ops.probes import probe
 
 logger = logging.getLogger("governance.ops")
 
@@ -53,38 +51,23 @@ def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=503 if failing else 200)
 
 
+@require_GET
+@never_cache
+def live(request: HttpRequest) -> JsonResponse:
+    """The web process answers: nothing else is checked (`governance.ops.probes`)."""
+    return JsonResponse({"status": "ok", "role": "web", "probe": "live", "checks": {}})
+
+
+@require_GET
+@never_cache
+def ready(request: HttpRequest) -> JsonResponse:
+    """The web process can serve: the database answers and recall's model is here when it should be."""
+    ok, body = probe("web")
+    return JsonResponse(body, status=200 if ok else 503)
+
+
 def starting_up(scheduler: dict[str, Any]) -> bool:
     """Within the grace period after start, with no job that has run and then gone stale."""
     if time.monotonic() - _STARTED > settings.HEALTH_STARTUP_GRACE_SECONDS or "jobs" not in scheduler:
         return False
     return all(job["ok"] or job["last_success_at"] is None for job in scheduler["jobs"].values())
-
-
-def recall_serving() -> dict[str, Any]:
-    """What answers recall here (`semantic.serving_report`); with the database down, only the error's class."""
-    try:
-        return semantic.serving_report()
-    except Exception as exc:
-        return {"error": type(exc).__name__}
-
-
-def check_database() -> dict[str, Any]:
-    try:
-        engine = current()
-        engine.ops.ping(connection)
-    except Exception as exc:
-        return {"ok": False, "error": type(exc).__name__}
-    return {"ok": True, "vendor": engine.NAME}
-
-
-def check_broker() -> dict[str, Any]:
-    timeout = settings.HEALTH_CHECK_TIMEOUT
-    transport_options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS, "socket_timeout": timeout, "socket_connect_timeout": timeout}
-    try:
-        with Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout, transport_options=transport_options) as broker:
-            # kombu takes seconds as a float here; its stubs say int
-            broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)  # type: ignore[arg-type]
-            transport = broker.transport.driver_type
-    except Exception as exc:
-        return {"ok": False, "error": type(exc).__name__}
-    return {"ok": True, "transport": transport}

@@ -154,7 +154,7 @@ def test_probes_use_plain_http_and_everything_else_is_redirected_to_https(monkey
     }
     with override_settings(**https):
         client = Client()  # built under the override: SecurityMiddleware reads its settings once
-        for probe in (reverse("health"), reverse("metrics")):
+        for probe in (reverse("health"), reverse("health_live"), reverse("health_ready"), reverse("metrics")):
             response = client.get(probe)
             assert response.status_code in (200, 503), (probe, response.status_code)  # answered, not redirected
             assert "Strict-Transport-Security" not in response  # HSTS only travels over HTTPS

@@ -1,0 +1,59 @@
+"""Liveness and readiness per role, for a load balancer, systemd or an orchestrator
+(docs/deployment.md):
+
+- **web**: alive when the process answers HTTP (`GET /health/live/`, no dependency checked, so a
+  database outage never restarts every web process); ready (`GET /health/ready/`) when the database
+  answers and, with the semantic extra and an active semantic index, this process holds the model.
+  The broker is not part of it: recall and reads work without it, and a load balancer that took
+  every web host out when Redis stops would turn a degraded service into none.
+- **worker**: alive when its heartbeat file is fresh (the worker's timer touches it); ready when it
+  is alive and the database and the broker answer.
+- **beat**: alive when its heartbeat file is fresh (every scheduler tick touches it); ready when it
+  is alive and the database and the broker answer.
+
+`GET /health/` (everything at once, for a person or a monitor) is unchanged.
+`manage.py probe ROLE [--live] [--node NAME]` runs the worker and beat probes on their host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governance.ops import heartbeat
+from governance.ops.checks import check_broker, check_database, recall_serving
+
+ROLES = ("web", "worker", "beat")
+
+
+def check_heartbeat(role: str, node: str = "") -> dict[str, Any]:
+    path = heartbeat.path_for(role, node)
+    seconds = heartbeat.age(path)
+    if seconds is None:
+        return {"ok": False, "error": "no heartbeat file", "file": path.name}
+    ok = seconds <= heartbeat.stale_after()
+    return {"ok": ok, "age_seconds": round(seconds, 1), "stale_after_seconds": heartbeat.stale_after()}
+
+
+def check_model() -> dict[str, Any]:
+    """Ready to answer recall as the indexes say: when a semantic index is active and this process
+    could serve it, the model must be loaded here."""
+    report = recall_serving()
+    if "error" in report:
+        return {"ok": False, "error": report["error"]}
+    waiting = bool(report.get("semantic_index")) and report.get("model_loaded") is False
+    return {"ok": not waiting, "serving": report.get("serving")}
+
+
+def probe(role: str, *, live: bool = False, node: str = "") -> tuple[bool, dict[str, Any]]:
+    """(ok, {"role", "probe", "checks"}) for `role`: its liveness, or its readiness."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}: one of {', '.join(ROLES)}")
+    checks: dict[str, dict[str, Any]] = {}
+    if role == "web":
+        if not live:
+            checks = {"database": check_database(), "recall": check_model()}
+    else:
+        checks["heartbeat"] = check_heartbeat(role, node)
+        if not live:
+            checks.update(database=check_database(), broker=check_broker())
+    ok = all(result["ok"] for result in checks.values())
+    return ok, {"status": "ok" if ok else "fail", "role": role, "probe": "live" if live else "ready", "checks": checks}
