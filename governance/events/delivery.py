@@ -82,7 +82,8 @@ def wanted_events(subscription: WebhookSubscription) -> Q:
         about &= Q(
             record_id__in=MemoryRecord.objects.filter(tenant_id=subscription.tenant_id, subject=subscription.subject).values("pk")
         )
-    wanted = types & (Q(record_id__isnull=True) | about)
+    # (an empty Q combined with | is dropped, not "everything": only narrow when there is a filter)
+    wanted = types & (Q(record_id__isnull=True) | about) if about else types
     return wanted | Q(type=EventType.FORGOTTEN) if subscription.keeps_copies else wanted
 
 
