@@ -29,17 +29,18 @@ from memory.errors import Gone, RecordNotFound, ScopeDenied, ValidationFailed
 from memory.outbox.models import Event, EventLog
 from memory.outbox.payload import event_payload
 from memory.outbox.write import sequence_events
+from memory.validation import RejectUnknownFieldsMixin, StrictCharField
 
 FEED_PAGE_MAX = 500
 
 
-class WebhookInputSerializer(serializers.Serializer):
-    tenant = serializers.CharField(required=False, help_text="Slug; optional if you review one tenant.")
+class WebhookInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    tenant = StrictCharField(required=False, help_text="Slug; optional if you review one tenant.")
     url = serializers.URLField(max_length=2000)
-    events = serializers.ListField(child=serializers.CharField(max_length=32), min_length=1, max_length=len(EVENT_TYPES) + 1)
+    events = serializers.ListField(child=StrictCharField(max_length=32), min_length=1, max_length=len(EVENT_TYPES) + 1)
     keeps_copies = serializers.BooleanField(default=False)
-    subject = serializers.CharField(required=False, default="", allow_blank=True)
-    kind = serializers.CharField(required=False, default="", allow_blank=True, max_length=64)
+    subject = StrictCharField(required=False, default="", allow_blank=True)
+    kind = StrictCharField(required=False, default="", allow_blank=True, max_length=64)
 
 
 class WebhookSerializer(serializers.ModelSerializer):
@@ -156,7 +157,7 @@ class EventFeedView(APIView):
         return Response({"events": [event_payload(event) for event in page], "next": following})
 
 
-class AcknowledgementInputSerializer(serializers.Serializer):
+class AcknowledgementInputSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     webhook = serializers.UUIDField()
 
 
