@@ -71,19 +71,24 @@ def deliver_webhooks(*, now: datetime, batch_size: int) -> dict[str, int]:
     return dict(counts)
 
 
-def wanted_events(subscription: WebhookSubscription) -> Q:
-    """The events `subscription` receives: its types, its subject or kind (for events about one
-    record), and every `memory.forgotten` if it keeps copies."""
-    types = Q() if "*" in subscription.events else Q(type__in=subscription.events)
-    about = Q()
+def wanted_events(subscription: WebhookSubscription) -> Q | None:
+    """The events `subscription` receives (None: every event of its tenant): its types, its
+    subject or kind (for events about one record), and every `memory.forgotten` if it keeps
+    copies. (Django drops an empty Q from `|`, so "everything" is None, never Q().)"""
+    conditions: list[Q] = []
+    if "*" not in subscription.events:
+        conditions.append(Q(type__in=subscription.events))
+    about = []
     if subscription.kind:
-        about &= Q(kind__name=subscription.kind)
+        about.append(Q(kind__name=subscription.kind))
     if subscription.subject:
-        about &= Q(
-            record_id__in=MemoryRecord.objects.filter(tenant_id=subscription.tenant_id, subject=subscription.subject).values("pk")
-        )
-    # (an empty Q combined with | is dropped, not "everything": only narrow when there is a filter)
-    wanted = types & (Q(record_id__isnull=True) | about) if about else types
+        records = MemoryRecord.objects.filter(tenant_id=subscription.tenant_id, subject=subscription.subject)
+        about.append(Q(record_id__in=records.values("pk")))
+    if about:
+        conditions.append(Q(record_id__isnull=True) | Q(*about))
+    if not conditions:
+        return None
+    wanted = Q(*conditions)
     return wanted | Q(type=EventType.FORGOTTEN) if subscription.keeps_copies else wanted
 
 
@@ -93,9 +98,10 @@ def fan_out(*, now: datetime, batch_size: int) -> int:
     made = 0
     for subscription in WebhookSubscription.objects.filter(is_active=True, cursor__lt=last):
         with transaction.atomic():
-            events = Event.objects.filter(
-                tenant_id=subscription.tenant_id, position__gt=subscription.cursor, position__lte=last
-            ).filter(wanted_events(subscription))
+            events = Event.objects.filter(tenant_id=subscription.tenant_id, position__gt=subscription.cursor, position__lte=last)
+            wanted = wanted_events(subscription)
+            if wanted is not None:
+                events = events.filter(wanted)
             rows = events.order_by("position").values_list("seq", "position", "record_id")  # all sequenced
             deliveries = [
                 Delivery(

@@ -11,11 +11,12 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 
 from governance.events.delivery import deliver_webhooks
+from governance.events.models import Delivery
 from governance.events.services import subscription_create
 from governance.forget.models import ForgetRequest
 from governance.forget.propagation import propagate_forget_request
 from governance.forget.services import forget_request_create
-from memory.models import ReviewerToken
+from memory.models import Event, ReviewerToken
 from tests.api.conftest import assert_problem, bearer_client
 from tests.governance.webhook_receiver import Receiver
 
@@ -123,3 +124,26 @@ def test_without_copy_keepers_a_forget_completes_as_before(tenant, reviewer_acto
     request.refresh_from_db()
     assert request.status == "completed"
     assert not request.receipts.filter(artifact__startswith="webhook:").exists()
+
+
+@pytest.mark.django_db
+def test_no_event_body_or_log_line_carries_a_forgotten_records_content(tenant, reviewer_actor, receivers, write, caplog):
+    """A canary: its content, subject and provenance travel nowhere outside the record."""
+    canary = "canary-91c2 keeps a spare key under the doormat"
+    caplog.set_level("DEBUG")
+    receiver = receivers[0]
+    receiver.answer = lambda r: (500, b"", {}) if len(receiver.received) == 1 else ACKNOWLEDGED  # one failure: logged
+    subscription_create(actor=reviewer_actor, tenant=tenant, url=receiver.url, events=["*"], keeps_copies=True)
+    write(content=canary, subject="customer/canary-91c2", provenance={"uri": "chat://canary-91c2"})
+    request = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/canary-91c2", reason="erasure")
+    for _ in range(3):
+        deliver_webhooks(now=timezone.now(), batch_size=100)
+        Delivery.objects.filter(status="pending").update(next_attempt_at=timezone.now())
+    propagate_forget_request(request)
+    assert {r.event["type"] for r in receiver.received} == {"memory.written", "memory.forgotten"}
+    sent = " ".join(r.body + json.dumps(r.headers) for r in receiver.received)
+    logged = " ".join(f"{record.getMessage()} {record.__dict__}" for record in caplog.records)
+    stored = json.dumps(list(Event.objects.values_list("data", flat=True)))
+    for text in (sent, logged, stored):
+        assert "canary-91c2" not in text
+    assert any("webhook delivery failed" in record.getMessage() for record in caplog.records)
