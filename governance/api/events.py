@@ -19,7 +19,13 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from governance.api.common import ScopedViewSet, tenant_for
 from governance.events.acknowledgements import acknowledge
 from governance.events.models import WebhookSubscription
-from governance.events.services import EVENT_TYPES, subscription_create, subscription_in_scope, subscription_rotate_secret
+from governance.events.services import (
+    EVENT_TYPES,
+    subscription_create,
+    subscription_delete,
+    subscription_in_scope,
+    subscription_rotate_secret,
+)
 from governance.forget.models import ForgetRequest
 from memory.actors import Actor
 from memory.api.authentication import permitted_actor
@@ -98,7 +104,7 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
 
     @extend_schema(summary="Delete a webhook subscription", responses={204: None, **{c: PROBLEMS[c] for c in (401, 403, 404)}})
     def destroy(self, request: Request, pk: str) -> Response:
-        subscription_in_scope(permitted_actor(request), pk).delete()
+        subscription_delete(subscription_in_scope(permitted_actor(request), pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(

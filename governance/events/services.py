@@ -6,10 +6,12 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from governance.events.models import WebhookSubscription, new_secret
 from governance.events.outbound import RefusedURL, checked_target
+from governance.forget.models import PropagationReceipt
 from governance.tasks import JOB_TASKS
 from memory.actors import Actor
 from memory.errors import RecordNotFound, ValidationFailed
@@ -74,6 +76,16 @@ def subscription_rotate_secret(subscription: WebhookSubscription) -> WebhookSubs
     subscription.secret = new_secret()
     subscription.save(update_fields=["secret", "previous_secret", "previous_secret_until"])
     return subscription
+
+
+def subscription_delete(subscription: WebhookSubscription) -> None:
+    """Delete a subscription. Its open forget receipts close, saying so: nobody is left to
+    acknowledge them, and a forget request must not wait forever for a subscriber that is gone."""
+    with transaction.atomic():
+        PropagationReceipt.objects.filter(artifact=f"webhook:{subscription.pk}", completed_at__isnull=True).update(
+            completed_at=timezone.now(), note="subscription deleted before it acknowledged"
+        )
+        subscription.delete()
 
 
 _woken_until = 0.0

@@ -112,7 +112,9 @@ def sequence_events() -> int:
         first = pending.aggregate(first=Min("seq"))["first"]
         if first is None:
             return last
-        pending.update(position=F("seq") + (last + 1 - first))
+        # Only from `first` on: an event with a smaller seq that commits while this runs would
+        # land below `last`; it is left for the next run, which places it after.
+        pending.filter(seq__gte=first).update(position=F("seq") + (last + 1 - first))
         last = Event.objects.aggregate(last=Max("position"))["last"] or last
         EventLog.objects.filter(pk=1).update(last_position=last)
         return last

@@ -219,3 +219,24 @@ def test_fan_out_and_delivery_take_statements_per_event_not_per_query_of_each(su
 
 def test_the_job_actor_name_is_stable():
     assert Actor.job("deliver_webhooks").label == "job:deliver_webhooks"
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_a_private_url_and_shows_the_secret_once(admin_client, tenant, settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_NETWORKS = False
+    form = {
+        "tenant": tenant.pk,
+        "url": "http://169.254.169.254/latest/",
+        "events": '["*"]',
+        "subject": "",
+        "kind": "",
+        "is_active": "on",
+    }
+    response = admin_client.post("/admin/governance/webhooksubscription/add/", form)
+    assert response.status_code == 200 and not WebhookSubscription.objects.exists()
+    settings.WEBHOOKS_ALLOW_PRIVATE_NETWORKS = True
+    response = admin_client.post(
+        "/admin/governance/webhooksubscription/add/", {**form, "url": "http://127.0.0.1:9/hook"}, follow=True
+    )
+    subscription = WebhookSubscription.objects.get()
+    assert subscription.secret in response.content.decode()

@@ -12,7 +12,7 @@ from standardwebhooks import Webhook
 
 from governance.events.delivery import deliver_webhooks
 from governance.events.models import Delivery
-from governance.events.services import subscription_create
+from governance.events.services import subscription_create, subscription_delete
 from governance.forget.models import ForgetRequest
 from governance.forget.propagation import propagate_forget_request
 from governance.forget.services import forget_request_create
@@ -147,3 +147,17 @@ def test_no_event_body_or_log_line_carries_a_forgotten_records_content(tenant, r
     for text in (sent, logged, stored):
         assert "canary-91c2" not in text
     assert any("webhook delivery failed" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.django_db
+def test_deleting_a_copy_keeper_closes_its_receipts_saying_so(tenant, reviewer_actor, receivers, write):
+    keeps = subscription_create(actor=reviewer_actor, tenant=tenant, url=receivers[0].url, events=["*"], keeps_copies=True)
+    write(subject="customer/leaving")
+    request = forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/leaving")
+    name = f"webhook:{keeps.pk}"
+    subscription_delete(keeps)
+    receipt = request.receipts.get(artifact=name)
+    assert receipt.completed_at is not None and "deleted" in receipt.note
+    propagate_forget_request(request)
+    request.refresh_from_db()
+    assert request.status == "completed"
