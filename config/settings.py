@@ -358,6 +358,7 @@ JOB_INTERVAL_DEFAULTS = {
     "alerts": 300,  # queue alerts and, once a day, the reviewers' digests
     "sweep_indexes": 300,  # search-index entries of records expired in time (governance.retention.sweep_indexes)
     "refresh_semantic_ann": 600,  # approximate nearest-neighbour partitions rebuilt once they drift
+    "deliver_webhooks": 30,  # webhook retries that are due (new events wake a delivery at once)
 }
 JOB_INTERVAL_VARIABLES = {name: f"JOB_{name.upper()}_INTERVAL" for name in JOB_INTERVAL_DEFAULTS}
 JOB_INTERVALS = {name: env_float(JOB_INTERVAL_VARIABLES[name], default) for name, default in JOB_INTERVAL_DEFAULTS.items()}
@@ -370,6 +371,15 @@ JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 30)  # the prune job 
 # The prune job keeps a content-free trace of each record it deletes (as-of reads report it as pruned)
 # for this long, then deletes the trace too.
 PRUNED_RECORD_TRACE_RETENTION_DAYS = env_int("PRUNED_RECORD_TRACE_RETENTION_DAYS", 400)
+# Events out (governance.events): the feed keeps events this long (an older cursor is a 410); webhooks.
+EVENTS_RETENTION_DAYS = env_int("EVENTS_RETENTION_DAYS", 7)
+# Webhook URLs may reach loopback and private addresses: for development and tests only
+# (`check --deploy` refuses it).
+WEBHOOKS_ALLOW_PRIVATE_NETWORKS = env_bool("WEBHOOKS_ALLOW_PRIVATE_NETWORKS", False)
+WEBHOOKS_TIMEOUT_SECONDS = env_float("WEBHOOKS_TIMEOUT_SECONDS", 5)
+WEBHOOKS_MAX_RESPONSE_BYTES = env_int("WEBHOOKS_MAX_RESPONSE_BYTES", 64 * 1024)
+WEBHOOKS_DISABLE_AFTER_HOURS = env_float("WEBHOOKS_DISABLE_AFTER_HOURS", 72)  # an endpoint failing this long is disabled
+WEBHOOKS_SECRET_OVERLAP_HOURS = env_float("WEBHOOKS_SECRET_OVERLAP_HOURS", 24)  # both secrets sign after a rotation
 HEALTH_CHECK_TIMEOUT = env_float("HEALTH_CHECK_TIMEOUT", 2)  # seconds allowed to reach the broker
 # /health/ says "starting" (200), not "fail", while the scheduled jobs have not yet run this long after start.
 HEALTH_STARTUP_GRACE_SECONDS = env_float("HEALTH_STARTUP_GRACE_SECONDS", 180)

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class GovernanceConfig(AppConfig):
@@ -9,9 +10,13 @@ class GovernanceConfig(AppConfig):
         """Each feature hooks into `memory` and into forgetting here, so neither imports the features
         built on it. The forget artifacts are registered in the order their receipts are written."""
         from governance.dedup.forgetting import DedupProposalsArtifact
+        from governance.events.acknowledgements import awaiting_acknowledgement, open_webhook_receipts
+        from governance.events.checks import private_networks_refused_in_production
+        from governance.events.services import wake_delivery
         from governance.forget.artifacts import register_artifact
+        from governance.forget.propagation import holds_completion
         from governance.forget.search_indexes import SearchIndexesArtifact
-        from governance.forget.services import after_filing
+        from governance.forget.services import after_filing, during_filing
         from governance.golden.demo import seed_demo_golden_questions
         from governance.golden.forgetting import GoldenQuestionsArtifact
         from governance.golden.gate import golden_promotion_gate
@@ -22,6 +27,7 @@ class GovernanceConfig(AppConfig):
         from governance.revocations.forgetting import RevocationSourcesArtifact
         from memory.asof import register_pruned_trace
         from memory.management.commands.seed_demo import register_demo_extension
+        from memory.outbox.write import after_events
         from memory.portable.importer import register_import_guard
         from memory.search import register_promotion_gate
 
@@ -42,6 +48,13 @@ class GovernanceConfig(AppConfig):
         register_import_guard(forgotten_subjects_guard)
         # The forget ledger (outside the database) lists a request from its commit, so a restore re-applies it.
         after_filing(record_forget_request_on_commit)
+
+        # Events out: new events wake the webhook delivery; a copy-keeping subscriber is a receipt on
+        # every forget request, which stays open until it acknowledges.
+        after_events(wake_delivery)
+        during_filing(open_webhook_receipts)
+        holds_completion(awaiting_acknowledgement)
+        checks.register(private_networks_refused_in_production, checks.Tags.security, deploy=True)
 
         # `seed_demo` writes the demo tenant's ten golden questions after its memories.
         register_demo_extension(seed_demo_golden_questions)

@@ -4,6 +4,7 @@ names and the `governance` app label are unchanged)."""
 
 from governance.alerts.models import Alert, AlertPolicy, DigestPreference
 from governance.dedup.models import DedupProposal, DedupProposalDrop
+from governance.events.models import Delivery, WebhookSubscription
 from governance.forget.models import ForgetRequest, ForgetTombstone, PropagationReceipt
 from governance.golden.models import GoldenQuestion, GoldenRun
 from governance.jobs.models import JobRun
@@ -15,6 +16,7 @@ __all__ = [
     "AlertPolicy",
     "DedupProposal",
     "DedupProposalDrop",
+    "Delivery",
     "DigestPreference",
     "ForgetRequest",
     "ForgetTombstone",
@@ -25,4 +27,5 @@ __all__ = [
     "PrunedRecord",
     "Revocation",
     "RevocationRecord",
+    "WebhookSubscription",
 ]

@@ -46,3 +46,11 @@ class StaleVersion(Conflict):
 
 class InvalidTransition(Conflict):
     title = "Transition does not apply"
+
+
+class Gone(DomainError):
+    """What the request names existed and was removed for good (an event-feed cursor older than
+    the feed's retention)."""
+
+    status = 410
+    title = "Gone"

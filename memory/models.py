@@ -534,3 +534,5 @@ from memory.search.models import SearchIndex  # noqa: E402,F401
 
 # What a reader joins to show a record's provenance (its source's name, whether its key still verifies).
 SIGNED_BY = "verified_key__source"
+# The outbox (events of lifecycle changes, for webhooks and the feed): memory models too, in memory.outbox.
+from memory.outbox.models import Event, EventLog  # noqa: E402,F401

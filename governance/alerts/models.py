@@ -56,6 +56,7 @@ class Alert(models.Model):
         FORGET_OVERDUE = "forget_overdue", "forget request overdue"
         JOB_STALE = "job_stale", "scheduled job stale"
         SIGNATURE_FAILURES = "signature_failures", "signed writes failing verification"
+        WEBHOOK_DISABLED = "webhook_disabled", "webhook endpoint disabled"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -108,6 +109,11 @@ class Alert(models.Model):
             return (
                 f"{self.value:.0f} signed write{'s' if self.value != 1 else ''} refused in the last hour: the provenance "
                 f"did not verify (threshold {self.threshold:.0f}). A source key may be leaked or misused."
+            )
+        if self.kind == self.Kind.WEBHOOK_DISABLED:
+            return (
+                f"{self.count} webhook endpoint{'s' if self.count != 1 else ''} disabled after failing for "
+                f"{self.threshold:.0f} h: re-enable in the admin once the endpoint works again."
             )
         return f"Scheduled job {self.job} has not succeeded for {_age(self.value)} (allowed: {_age(self.threshold)})."
 

@@ -20,10 +20,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from governance.alerts.models import Alert, AlertPolicy
+from governance.events.models import WebhookSubscription
 from governance.forget.models import ForgetRequest
 from governance.jobs.health import check_scheduler
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import MemoryRecord, Status, Tenant
+from memory.outbox.models import EventType
+from memory.outbox.write import write_events
 from memory.provenance.failures import recent_signature_failures
 from memory.selectors import drift_queue
 
@@ -74,6 +77,13 @@ def measure(*, now: datetime) -> dict[tuple[int, str, str], Finding]:
         for name, result in check_scheduler(now).get("jobs", {}).items()
         if not result["ok"] and result["age_seconds"] is not None
     }  # a job beat never ran is /health/'s concern
+    disabled_webhooks = {
+        row["tenant_id"]: row["size"]
+        for row in WebhookSubscription.objects.filter(is_active=False, disabled_at__isnull=False)
+        .order_by()
+        .values("tenant_id")
+        .annotate(size=Count("pk"))
+    }
     signature_failures = recent_signature_failures(tenant_ids, now=now)  # from the shared cache, not a query
 
     found: list[Finding] = []
@@ -106,6 +116,10 @@ def measure(*, now: datetime) -> dict[tuple[int, str, str], Finding]:
         failures = signature_failures.get(tenant_id, 0)
         if policy.signature_failures_max and failures > policy.signature_failures_max:
             found.append(Finding(tenant_id, Alert.Kind.SIGNATURE_FAILURES, "", failures, policy.signature_failures_max, failures))
+        if disabled_webhooks.get(tenant_id):
+            size = disabled_webhooks[tenant_id]
+            hours = settings.WEBHOOKS_DISABLE_AFTER_HOURS
+            found.append(Finding(tenant_id, Alert.Kind.WEBHOOK_DISABLED, "", size, hours, size))
         if policy.alert_on_stale_jobs:
             found.extend(
                 Finding(tenant_id, Alert.Kind.JOB_STALE, name, result["age_seconds"], result["stale_after_seconds"], 0)
@@ -158,9 +172,24 @@ def evaluate_alerts(*, now: datetime) -> AlertCounts:
         Alert.objects.bulk_update(ongoing, ["value", "threshold", "count", "last_seen_at"])
         gone = [alert.pk for key, alert in open_alerts.items() if key not in findings]
         Alert.objects.filter(pk__in=gone).update(resolved_at=now)
+        cleared = [alert for key, alert in open_alerts.items() if key not in findings]
+        write_events(
+            [_alert_event(EventType.ALERT_RAISED, alert) for alert in new]
+            + [_alert_event(EventType.ALERT_CLEARED, alert) for alert in cleared],
+            now=now,
+        )
     counts.opened, counts.resolved = len(new), len(gone)
     counts.emails, counts.email_errors = notify_reviewers(now=now)
     return counts
+
+
+def _alert_event(event_type: str, alert: Alert) -> dict:
+    """An alert's event: which episode, of which kind, with its counts (never content)."""
+    return {
+        "type": event_type,
+        "tenant_id": alert.tenant_id,
+        "data": {"alert": {"id": alert.pk, "kind": alert.kind, "job": alert.job, "count": alert.count}},
+    }
 
 
 def tenant_reviewers(tenant_ids) -> dict[int, list]:

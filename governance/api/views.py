@@ -15,10 +15,12 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.common import ScopedViewSet, scoped_tenant_id, tenant_for
+from governance.api.events import AcknowledgementInputSerializer, acknowledge_signed
 from governance.api.serializers import (
     ForgetRequestInputSerializer,
     ForgetRequestSerializer,
@@ -84,6 +86,18 @@ class ForgetRequestViewSet(mixins.RetrieveModelMixin, ScopedViewSet):
     )
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="A copy-keeping webhook subscriber acknowledges the forget request (signed like a delivery; no token)",
+        request=AcknowledgementInputSerializer,
+        responses={200: ForgetRequestSerializer, **{code: PROBLEMS[code] for code in (400, 403, 404, 429)}},
+    )
+    @action(detail=True, methods=["post"], permission_classes=[AllowAny], authentication_classes=[])
+    def acknowledgements(self, request: Request, pk: str) -> Response:
+        forget_request = acknowledge_signed(request, pk)
+        return Response(
+            ForgetRequestSerializer(ForgetRequest.objects.prefetch_related("receipts").get(pk=forget_request.pk)).data
+        )
 
 
 # --------------------------------------------------------------------------------------------

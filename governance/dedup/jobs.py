@@ -28,6 +28,8 @@ from django.utils import timezone
 from governance.dedup.detect import Finding, RecordFacts, find_proposals, proposal_signature
 from governance.dedup.models import DedupProposal, DedupProposalDrop
 from memory.models import MemoryRecord, Status
+from memory.outbox.models import EventType
+from memory.outbox.write import write_events
 
 SCOPE_FIELDS = ("tenant_id", "agent_id", "purpose", "subject", "kind_id")
 # The scope first (so a scope's rows are contiguous), then the partial index's content_hash, then
@@ -207,6 +209,18 @@ def _file_proposals(scopes: list[list[Row]], counts: dict[str, int]) -> None:
         for ids in _slices([p.id for p in proposals]):
             inserted.update(DedupProposal.objects.filter(pk__in=ids).values_list("pk", flat=True))
         DedupProposalDrop.objects.bulk_create([d for d in drops if d.proposal_id in inserted], batch_size=1000)
+        write_events(
+            (
+                {
+                    "type": EventType.PROPOSAL_OPENED,
+                    "tenant_id": p.tenant_id,
+                    "data": {"proposal": {"id": str(p.pk), "category": p.category, "keep": str(p.keep_id)}},
+                }
+                for p in proposals
+                if p.id in inserted
+            ),
+            now=timezone.now(),
+        )
     for proposal in proposals:
         if proposal.id in inserted:
             counts[f"{proposal.category}_proposals"] += 1

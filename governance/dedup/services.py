@@ -21,6 +21,8 @@ from memory.actors import Actor
 from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDenied, ValidationFailed
 from memory.metrics import count_conflict, count_on_commit
 from memory.models import NOTE_MAX_CHARS, MemoryRecord, Status
+from memory.outbox.models import EventType
+from memory.outbox.write import write_events
 from memory.policy import checked_note
 from memory.services import memory_restore, memory_supersede_by
 
@@ -90,7 +92,17 @@ def _decide(proposal: DedupProposal, *, status: str, actor: Actor, note: str) ->
     proposal.decided_by = actor.user
     proposal.decision_note = note
     proposal.save(update_fields=["status", "decided_at", "decided_by", "decision_note"])
+    write_events([_decided_event(proposal)], now=proposal.decided_at)
     count_on_commit(PROPOSALS_DECIDED, status)
+
+
+def _decided_event(proposal: DedupProposal) -> dict:
+    """`proposal.decided`: which proposal, its outcome and records (ids only; the note stays here)."""
+    return {
+        "type": EventType.PROPOSAL_DECIDED,
+        "tenant_id": proposal.tenant_id,
+        "data": {"proposal": {"id": str(proposal.pk), "status": proposal.status, "keep": str(proposal.keep_id)}},
+    }
 
 
 def _history_note(proposal: DedupProposal, verb: str, note: str) -> str:
@@ -201,6 +213,7 @@ def proposal_rollback(*, proposal_id, actor: Actor, note: str = "") -> RollbackO
                 )
                 restored.append(record.pk)
         proposal.status = DedupProposal.Status.ROLLED_BACK
+        write_events([_decided_event(proposal)], now=timezone.now())
         proposal.rolled_back_at = now
         if note:
             proposal.decision_note = f"{proposal.decision_note} | rollback: {note}".strip(" |")  # both fit: see _check_note

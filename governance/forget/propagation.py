@@ -12,7 +12,7 @@ the request is `completed`.
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +23,15 @@ from governance.forget.artifacts import ForgetArtifact, registered_artifacts
 from governance.forget.models import ForgetRequest, PropagationReceipt
 
 logger = logging.getLogger("governance.forgetting")
+
+_HOLDS: list[Callable[[ForgetRequest], bool]] = []
+
+
+def holds_completion(callback: Callable[[ForgetRequest], bool]) -> None:
+    """`callback(request)` returns True while something outside the artifacts keeps the request
+    open (a copy-keeping webhook subscriber that has not acknowledged it: governance.events)."""
+    if callback not in _HOLDS:
+        _HOLDS.append(callback)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,8 @@ def propagate_forget_request(
             )
             .exists()
         )
+        if completed and any(hold(request) for hold in _HOLDS):
+            completed = False
         if completed:
             for name, count in _purge_chunk(request, [], at_completion).items():
                 removed[name] += count

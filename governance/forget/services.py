@@ -19,13 +19,23 @@ from memory.engine import current
 from memory.errors import ValidationFailed
 from memory.fingerprints import records_about, subject_fingerprint
 from memory.models import SUBJECT_MAX_CHARS, MemoryRecord, Status, Tenant
-from memory.policy import checked_note
+from memory.outbox.models import EventType
+from memory.outbox.write import write_events
+from memory.policy import CHUNK, checked_note
 from memory.selectors import records_in_scope
 from memory.services import memory_forget_subject, record_id_set
 
 logger = logging.getLogger("governance.forgetting")
 
 _AFTER_FILING: list[Callable[[ForgetRequest], None]] = []
+_DURING_FILING: list[Callable[[ForgetRequest], None]] = []
+
+
+def during_filing(callback: Callable[[ForgetRequest], None]) -> None:
+    """Call `callback(request)` inside each new forget request's transaction, once its records and
+    events are written (the webhook receipts, from GovernanceConfig.ready())."""
+    if callback not in _DURING_FILING:
+        _DURING_FILING.append(callback)
 
 
 def after_filing(callback: Callable[[ForgetRequest], None]) -> None:
@@ -87,6 +97,9 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
             lineage_affected=outcome.lineage_count,
         )
         _link_records(request, linked)
+        _write_forgotten_events(request, outcome.record_ids)
+        for during in _DURING_FILING:
+            during(request)
         ForgetTombstone.objects.get_or_create(
             tenant=tenant,
             subject_fingerprint=subject_fingerprint(tenant.pk, subject),
@@ -96,6 +109,29 @@ def forget_request_create(*, actor: Actor, tenant: Tenant, subject: str, reason:
         for callback in _AFTER_FILING:
             transaction.on_commit(partial(callback, request))
     return request
+
+
+def _write_forgotten_events(request: ForgetRequest, record_ids: list) -> None:
+    """`memory.forgotten`, in the request's transaction: per agent whose records it forgot, one
+    event per chunk of ids naming the request and those records (ids only: nothing of a forgotten
+    record but that it is gone)."""
+    by_agent: dict[int, list[str]] = {}
+    rows = MemoryRecord.objects.filter(pk__in=record_id_set(record_ids)).order_by("pk").values_list("agent_id", "pk")
+    for agent_id, pk in rows if record_ids else ():
+        by_agent.setdefault(agent_id, []).append(str(pk))
+    write_events(
+        (
+            {
+                "type": EventType.FORGOTTEN,
+                "tenant_id": request.tenant_id,
+                "agent_id": agent_id,
+                "data": {"forget_request": str(request.pk), "records": ids[start : start + CHUNK]},
+            }
+            for agent_id, ids in sorted(by_agent.items())
+            for start in range(0, len(ids), CHUNK)
+        ),
+        now=request.requested_at,
+    )
 
 
 def _link_records(request: ForgetRequest, records: QuerySet) -> None:

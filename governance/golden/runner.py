@@ -25,6 +25,8 @@ from django.utils import timezone
 
 from governance.golden.models import GoldenQuestion, GoldenRun
 from memory.models import MemoryRecord, Tenant
+from memory.outbox.models import EventType
+from memory.outbox.write import write_events
 from memory.recall import RecallQuery, hard_filters, recall_for_agent
 from memory.search import IndexStatus, SearchIndex
 from memory.search.build import serving_index
@@ -96,6 +98,19 @@ def run_golden_sets(
         for tenant_id, results in by_tenant.items()
     ]
     runs = GoldenRun.objects.bulk_create(runs)
+    # A run that missed a question is an event (ids and scores only, never a question's text).
+    write_events(
+        [
+            {
+                "type": EventType.GOLDEN_FAILED,
+                "tenant_id": run.tenant_id,
+                "data": {"golden_run": {"id": run.pk, "index": run.index, "questions": run.questions, "hits": run.hits}},
+            }
+            for run in runs
+            if run.hits < run.questions
+        ],
+        now=finished,
+    )
     logger.info(
         "golden sets ran",
         extra={

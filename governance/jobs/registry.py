@@ -22,6 +22,7 @@ JOBS: dict[str, str] = {
     "alerts": "governance.alerts.jobs.alerts",
     "sweep_indexes": "governance.retention.sweep_indexes.sweep_indexes",
     "refresh_semantic_ann": "governance.retention.refresh_ann.refresh_semantic_ann",
+    "deliver_webhooks": "governance.events.delivery.deliver_webhooks",
 }
 
 # Every job's Celery task is named after it. The names are stored in the database (beat's schedule

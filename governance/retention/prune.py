@@ -22,13 +22,14 @@ from datetime import datetime, timedelta
 from django.apps import apps
 from django.conf import settings
 from django.db import connections, models, router, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 
 from governance.forget.models import ForgetRequest
 from governance.jobs.models import JobRun
 from governance.retention.pruned_trace import RECORD_FIELDS, trace_expired, trace_pruned
 from memory.engine import current
-from memory.models import PURGEABLE_STATUSES, IdempotencyKey, MemoryKind, MemoryRecord
+from memory.models import PURGEABLE_STATUSES, Event, EventLog, IdempotencyKey, MemoryKind, MemoryRecord
+from memory.outbox.write import sequence_events
 
 
 class PruneBlocked(RuntimeError):
@@ -58,6 +59,7 @@ def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
     counts["job_runs_deleted"] = _trim_job_runs(now=now, batch_size=batch_size)
     counts["idempotency_keys_deleted"] = _trim_idempotency_keys(now=now, batch_size=batch_size)
     counts["traces_deleted"] = _delete_in_chunks(trace_expired(now=now), batch_size=batch_size)
+    counts["events_deleted"] = _trim_events(now=now, batch_size=batch_size)
     return dict(counts)
 
 
@@ -124,6 +126,18 @@ def _trim_idempotency_keys(*, now: datetime, batch_size: int) -> int:
         Q(created_at__lt=now - timedelta(hours=settings.IDEMPOTENCY_KEY_RETENTION_HOURS)) | Q(record__isnull=True)
     )
     return _delete_in_chunks(stale, batch_size=batch_size)
+
+
+def _trim_events(*, now: datetime, batch_size: int) -> int:
+    """Outbox events older than EVENTS_RETENTION_DAYS go (their deliveries with them). The feed's
+    horizon moves first, so a reader whose cursor was before it gets a 410, never a silent gap."""
+    sequence_events()
+    old = Event.objects.filter(occurred_at__lt=now - timedelta(days=settings.EVENTS_RETENTION_DAYS), position__isnull=False)
+    through = old.aggregate(through=Max("position"))["through"]
+    if through is None:
+        return 0
+    EventLog.objects.filter(pk=1, pruned_through__lt=through).update(pruned_through=through)
+    return _delete_in_chunks(Event.objects.filter(position__lte=through), batch_size=batch_size)
 
 
 def _delete_in_chunks(queryset: models.QuerySet, *, batch_size: int) -> int:

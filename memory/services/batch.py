@@ -16,9 +16,18 @@ from memory.errors import Conflict, DomainError
 from memory.fences import hold, idempotency_lock
 from memory.metrics import WRITES, count_on_commit
 from memory.models import AgentCredential, IdempotencyKey, MemoryKind, MemoryRecord
+from memory.outbox.write import write_events_of
 from memory.policy import on_activation
 from memory.provenance.verify import Keyring, key_revoked_meanwhile, verify_signed, version_conflicts, version_locks
-from memory.services.write import _allowed, _create_record, _new_record, _replayed, reject_foreign_scope, request_fingerprint
+from memory.services.write import (
+    _allowed,
+    _create_record,
+    _new_record,
+    _replayed,
+    reject_foreign_scope,
+    request_fingerprint,
+    written_event,
+)
 from memory.validation import BatchItemSerializer, WriteDraft, parse_writes
 
 
@@ -49,7 +58,7 @@ def memory_write_batch(*, credential: AgentCredential, items: list[Mapping]) -> 
     """Up to BATCH_MAX_ITEMS writes, each exactly as `memory_write` would store it (validated,
     admitted or quarantined, one history row, its own idempotency key), in item order. Every item
     is validated before anything is written; plain items are stored set-based (one insert for the
-    records, one for their history rows, one for their keys), corrections and summaries one by
+    records, one for their history rows, one for their events, one for their keys), corrections and summaries one by
     one, each in a savepoint so that one item's conflict leaves the others."""
     now = timezone.now()
     actor = Actor.for_credential(credential)
@@ -137,6 +146,7 @@ def _store_batch(
         bulk_create_with_history(
             records, MemoryRecord, default_date=now, custom_historical_attrs={"history_actor": actor.label, "history_note": ""}
         )
+        write_events_of(records, written_event, now=now)
         for status, count in Counter(record.status for record in records).items():
             count_on_commit(WRITES, status, count)
         on_activation(records)

@@ -1,5 +1,6 @@
 """The expire job's walk: every active or quarantined record past `expires_at` gets the `expire`
-transition, in locked batches that skip what another transaction holds."""
+transition, in locked batches that skip what another transaction holds; each batch writes its
+outbox events (memory.outbox) in the statements that move its records."""
 
 from datetime import datetime
 
@@ -8,6 +9,7 @@ from django.utils import timezone
 
 from memory.actors import Actor
 from memory.models import TRANSITIONS
+from memory.outbox.write import EVENT_OF_TRANSITION, events_committed_soon
 from memory.services.history import _count_moved, _database, _lifecycle, history_values
 
 
@@ -35,9 +37,18 @@ def memory_expire_due(
     while position is not None and (max_batches is None or batches < max_batches):
         with transaction.atomic(using=using):
             moved, position = lifecycle.expire_batch(
-                position, statuses=statuses, target=target, now=now, batch_size=batch_size, history=history, using=using
+                position,
+                statuses=statuses,
+                target=target,
+                now=now,
+                batch_size=batch_size,
+                history=history,
+                event=EVENT_OF_TRANSITION["expire"],
+                using=using,
             )
             _count_moved("expire", moved)
+            if moved:
+                events_committed_soon()
         total += moved
         batches += 1
     return total

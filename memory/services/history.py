@@ -20,6 +20,7 @@ from memory.actors import Actor
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
 from memory.metrics import count_on_commit
 from memory.models import TRANSITIONS, MemoryRecord
+from memory.outbox.write import EVENT_OF_TRANSITION, events_committed_soon
 from memory.policy import checked_note
 
 # Fields a transition may change; bulk updates write exactly these.
@@ -66,7 +67,8 @@ def _bulk_move(
     also: Mapping[str, Any] | None = None,
 ) -> int:
     """Move records the caller has locked, and selected by `transition`'s source statuses, to its
-    target status, setting the fields `also` names as well, with one history row each, entirely in
+    target status, setting the fields `also` names as well, with one history row and one outbox
+    event each (memory.outbox.write.EVENT_OF_TRANSITION), entirely in
     the database (the engine's `move`: one set-based statement or two, whatever the number of
     records, with the history rows in primary-key order). Returns how many moved."""
     if not ids:
@@ -74,15 +76,19 @@ def _bulk_move(
     if also and set(also) & {"status", "status_changed_at", "version"}:
         raise ValueError("A bulk move's status comes from TRANSITIONS, not from `also`.")
     using = _database()
+    event = EVENT_OF_TRANSITION[transition]
     moved = _lifecycle(using).move(
         list(ids),
         target=TRANSITIONS[transition][1],
         now=now,
         history=history_values(history_date=now, actor=actor, reason=reason, note=note),
         also=also,
+        event=event,
         using=using,
     )
     _count_moved(transition, moved)
+    if event and moved:
+        events_committed_soon()
     return moved
 
 

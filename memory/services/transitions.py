@@ -1,6 +1,7 @@
 """Single-record transitions, compare-and-swap: the record is locked, the caller's expected version
 and the transition's source statuses (`memory.models.TRANSITIONS`) are checked, and exactly one
-history row is written with its reason (`review.promote`, `agent.confirm`, ...), actor and note."""
+history row is written with its reason (`review.promote`, `agent.confirm`, ...), actor and note,
+and one outbox event (memory.outbox) in the same transaction."""
 
 import uuid
 from collections.abc import Callable, Iterable
@@ -15,6 +16,8 @@ from memory.errors import Conflict, InvalidTransition, RecordNotFound, ScopeDeni
 from memory.metrics import TRANSITIONS as TRANSITION_COUNT
 from memory.metrics import WRITES, count_conflict, count_on_commit
 from memory.models import TRANSITIONS, Authority, MemoryRecord, SourceType, Status, Trust, content_digest
+from memory.outbox.models import EventType
+from memory.outbox.write import EVENT_OF_TRANSITION, write_event_of
 from memory.policy import checked_correction, checked_note, correction_expires_at, on_activation
 from memory.selectors import records_in_scope
 from memory.services.history import TRANSITION_FIELDS, _stamp
@@ -37,6 +40,7 @@ def _supersede_locked(record: MemoryRecord, *, actor: Actor, reason: str, now: d
     record.version += 1
     _stamp(record, actor=actor, reason=reason, note=note)
     record.save(update_fields=TRANSITION_FIELDS)
+    write_event_of(record, EventType.SUPERSEDED, now=now)
     count_on_commit(TRANSITION_COUNT, "supersede")
 
 
@@ -84,6 +88,9 @@ def _transition(
         record.version += 1
         _stamp(record, actor=actor, reason=f"{actor.channel}.{name}", note=note)
         record.save(update_fields=TRANSITION_FIELDS)
+        event = EVENT_OF_TRANSITION[name]
+        if event:
+            write_event_of(record, event, now=now)
         count_on_commit(TRANSITION_COUNT, name)
         if became_active:
             on_activation([record])
@@ -238,6 +245,7 @@ def memory_supersede(*, record_id, expected_version: int, actor: Actor, content:
         )
         _stamp(record, actor=actor, reason=f"{actor.channel}.correct", note=note)
         record.save(force_insert=True)
+        write_event_of(record, EventType.WRITTEN, now=now)
         count_on_commit(WRITES, record.status)
         on_activation([record])
         return record

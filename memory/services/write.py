@@ -27,6 +27,8 @@ from memory.models import (
     Status,
     content_digest,
 )
+from memory.outbox.models import EventType
+from memory.outbox.write import write_event_of
 from memory.policy import on_activation
 from memory.provenance.verify import Keyring, key_revoked_meanwhile, verify_signed, version_conflicts, version_locks
 from memory.risk import risk_flags_value
@@ -149,6 +151,7 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
         draft, credential=credential, actor=actor, now=now, gate=gate, contaminated=contaminated, supersedes=superseded
     )
     record.save(force_insert=True)
+    write_event_of(record, written_event(record), now=now)
     count_on_commit(WRITES, record.status)
     on_activation([record])
     if sources:
@@ -156,6 +159,11 @@ def _create_record(draft: WriteDraft, *, credential: AgentCredential, actor: Act
     if superseded is not None and record.status == Status.ACTIVE:
         _supersede_locked(superseded, actor=actor, reason=f"{actor.channel}.supersede", now=now)
     return record
+
+
+def written_event(record: MemoryRecord) -> str:
+    """The event of a write: stored active, or quarantined for review."""
+    return EventType.QUARANTINED if record.status == Status.QUARANTINED else EventType.WRITTEN
 
 
 def _new_record(

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 seed_migration = importlib.import_module("governance.migrations.0006_seed_job_schedule")
 later_seed_migration = importlib.import_module("governance.migrations.0010_seed_sweep_indexes_job")
 ann_seed_migration = importlib.import_module("governance.migrations.0011_seed_refresh_semantic_ann_job")
+webhooks_migration = importlib.import_module("governance.migrations.0013_webhooks")
 
 
 @pytest.fixture
@@ -42,6 +43,7 @@ def test_the_migrations_seed_one_enabled_row_per_job_from_todays_defaults(settin
     seed_migration.seed(apps, None)
     later_seed_migration.seed(apps, None)
     ann_seed_migration.seed(apps, None)
+    webhooks_migration.seed(apps, None)
     assert schedule_rows() == {
         "job-expire": ("governance.tasks.run_expire", 60, True),
         "job-propagate_forgets": ("governance.tasks.run_propagate_forgets", 30, True),
@@ -52,6 +54,7 @@ def test_the_migrations_seed_one_enabled_row_per_job_from_todays_defaults(settin
         "job-alerts": ("governance.tasks.run_alerts", 300, True),
         "job-sweep_indexes": ("governance.tasks.run_sweep_indexes", 300, True),
         "job-refresh_semantic_ann": ("governance.tasks.run_refresh_semantic_ann", 600, True),
+        "job-deliver_webhooks": ("governance.tasks.run_deliver_webhooks", 30, True),
     }
     assert all(IntervalSchedule.objects.get(every=every).period == "seconds" for _, every, _ in schedule_rows().values())
     assert scheduled_intervals() == {job: float(seconds) for job, seconds in settings.JOB_INTERVAL_DEFAULTS.items()}

@@ -20,6 +20,7 @@ from django.db.models import Field
 from django.db.models.expressions import RawSQL
 
 from memory.models import MemoryRecord
+from memory.outbox.models import Event
 
 # Where the expire job's walk stands, between two batches: ("index", (expires_at, id) of the last
 # record selected, or None at the start), or ("blocks", first page of the next range, pages in
@@ -54,22 +55,25 @@ def move(
     now: datetime,
     history: Mapping[str, Any],
     also: Mapping[str, Any] | None = None,
+    event: str | None = None,
     using: str,
 ) -> int:
     """Move the records `ids` (locked by the caller) to status `target` at `now`, setting the
-    fields `also` names as well, with one history row each whose extra columns are `history`;
-    the history rows are written in primary-key order. One statement; returns how many moved."""
+    fields `also` names as well, with one history row each whose extra columns are `history`,
+    and one outbox event of type `event` each (if given); the history rows and events are
+    written in primary-key order. One statement; returns how many moved."""
     if not ids:
         return 0
     connection = connections[using]
     also = dict(also or {})
     sql = "WITH selected (at) AS (SELECT unnest(%s::uuid[])), " + _moved_sql(
-        connection, match="r.id = selected.at", history=history, also=also, ordered=True
+        connection, match="r.id = selected.at", history=history, also=also, ordered=True, event=event
     )
     params = [
         _uuid_array(ids),
         *_move_params(connection, target=target, now=now, also=also),
         *_history_params(connection, history),
+        *_event_params(connection, event, now),
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -109,6 +113,7 @@ def expire_batch(
     now: datetime,
     batch_size: int,
     history: Mapping[str, Any],
+    event: str | None = None,
     using: str,
 ) -> tuple[int, Position | None]:
     """One batch of the expire job's walk from `position`, in one statement: the selection,
@@ -119,7 +124,12 @@ def expire_batch(
     connection = connections[using]
     table = _table(connection)
     due, due_params = _due(connection, statuses=statuses, now=now)
-    moved_params = [*_move_params(connection, target=target, now=now), *due_params, *_history_params(connection, history)]
+    moved_params = [
+        *_move_params(connection, target=target, now=now),
+        *due_params,
+        *_history_params(connection, history),
+        *_event_params(connection, event, now),
+    ]
     recheck, _ = _due(connection, statuses=statuses, now=now, alias="r.")
     if position[0] == "blocks":
         _, start, pages, step = position
@@ -130,7 +140,7 @@ def expire_batch(
             if start >= pages:
                 return 0, None
         selected = f"SELECT ctid FROM {table} WHERE ctid >= %s::tid AND ctid < %s::tid AND {due} FOR UPDATE SKIP LOCKED"
-        moved = _moved_sql(connection, match="r.ctid = selected.at", recheck=recheck, history=history)
+        moved = _moved_sql(connection, match="r.ctid = selected.at", recheck=recheck, history=history, event=event)
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH selected (at) AS MATERIALIZED ({selected}), {moved}",
@@ -144,7 +154,7 @@ def expire_batch(
     # starts there (an OR of the two would not).
     keyset = "AND (expires_at, id) > (%s, %s) " if after else ""
     selected = f"SELECT id, expires_at FROM {table} WHERE {due} {keyset}ORDER BY expires_at, id LIMIT %s FOR UPDATE SKIP LOCKED"
-    moved = _moved_sql(connection, match="r.id = selected.at", recheck=recheck, history=history)
+    moved = _moved_sql(connection, match="r.id = selected.at", recheck=recheck, history=history, event=event)
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH selected (at, expires_at) AS MATERIALIZED ({selected}), {moved}, "
@@ -195,6 +205,11 @@ def _move_params(connection: BaseDatabaseWrapper, *, target: str, now: datetime,
     return [target, connection.ops.adapt_datetimefield_value(now), *extra]
 
 
+def _event_params(connection: BaseDatabaseWrapper, event: str | None, now: datetime) -> list:
+    """The parameters of `_moved_sql`'s event INSERT (none without an event)."""
+    return [event, connection.ops.adapt_datetimefield_value(now)] if event else []
+
+
 def _history_params(connection: BaseDatabaseWrapper, history: Mapping[str, Any]) -> list:
     return [connection.ops.adapt_datetimefield_value(v) if isinstance(v, datetime) else v for v in history.values()]
 
@@ -207,12 +222,14 @@ def _moved_sql(
     recheck: str = "TRUE",
     also: Mapping[str, Any] | None = None,
     ordered: bool = False,
+    event: str | None = None,
 ) -> str:
     """The rest of a `WITH selected (at ...) AS (...)` statement that moves the records `match`
     finds (`r` a record, `selected.at` a selected key) and still satisfy `recheck` to a status,
     with one history row each (`history` names its columns besides the record's fields; in
     primary-key order if `ordered`), and selects how many moved, as its first column.
-    Parameters: `_move_params`, `recheck`'s, then `_history_params`. The UPDATE evaluates
+    With `event`, one outbox event per moved record too (memory.outbox), in the same statement.
+    Parameters: `_move_params`, `recheck`'s, `_history_params`, then `_event_params`. The UPDATE evaluates
     `recheck` again on the newest version of a row changed meanwhile, so a record another
     transaction moved is left."""
     quote = connection.ops.quote_name
@@ -227,5 +244,19 @@ def _moved_sql(
         f"written AS (INSERT INTO {quote(MemoryRecord.history.model._meta.db_table)} "
         f"({', '.join(columns + history_columns)}) "
         f"SELECT {', '.join('moved.' + c for c in columns)}, {', '.join(['%s'] * len(history_columns))} FROM moved{order} RETURNING 1) "
+        f"{_evented_sql(connection, order) if event else ''}"
         f"SELECT (SELECT count(*) FROM written)"
+    )
+
+
+def _evented_sql(connection: BaseDatabaseWrapper, order: str) -> str:
+    """The CTE that writes one outbox event per moved record (its type and time are parameters);
+    PostgreSQL runs a data-modifying CTE whether or not the statement reads it."""
+    quote = connection.ops.quote_name
+    fields = ("tenant_id", "agent_id", "purpose", "id", "version", "status", "authority", "kind_id")
+    targets = ("tenant_id", "agent_id", "purpose", "record_id", "version", "status", "authority", "kind_id")
+    return (
+        f", evented AS (INSERT INTO {quote(Event._meta.db_table)} (uid, type, occurred_at, data, {', '.join(quote(t) for t in targets)}) "
+        f"SELECT gen_random_uuid(), %s, %s, '{{}}'::jsonb, {', '.join('moved.' + _column(connection, _field(f)) for f in fields)} "
+        f"FROM moved{order} RETURNING 1) "
     )

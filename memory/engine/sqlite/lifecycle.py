@@ -21,6 +21,7 @@ from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
 
 from memory.models import MemoryRecord
+from memory.outbox.models import Event
 
 # Where the expire job's walk stands, between two batches: ("index", (expires_at, id) of the last
 # record selected, or None at the start). Opaque to the caller, which hands it back.
@@ -45,12 +46,14 @@ def move(
     now: datetime,
     history: Mapping[str, Any],
     also: Mapping[str, Any] | None = None,
+    event: str | None = None,
     using: str,
 ) -> int:
     """Move the records `ids` (locked by the caller) to status `target` at `now`, setting the
-    fields `also` names as well, with one history row each whose extra columns are `history`;
-    the history rows are written in primary-key order. Two statements however many records (the
-    ids travel as one parameter); returns how many moved."""
+    fields `also` names as well, with one history row each whose extra columns are `history`,
+    and one outbox event of type `event` each (if given); the history rows and events are written
+    in primary-key order. Two statements however many records (the ids travel as one parameter),
+    and a third for the events; returns how many moved."""
     if not ids:
         return 0
     records = MemoryRecord.objects.db_manager(using).filter(pk__in=id_set(ids))
@@ -69,7 +72,24 @@ def move(
     # The placeholders of the history columns come first in the statement, the subquery's after.
     with connection.cursor() as cursor:
         cursor.execute(sql, [*values, *select_params])
+        if event:
+            _write_events(cursor, records, event=event, now=now)
     return changed
+
+
+def _write_events(cursor: Any, records: Any, *, event: str, now: datetime) -> None:
+    """One outbox event per record `records` selects (memory.outbox), in one INSERT ... SELECT."""
+    connection = cursor.db
+    quote = connection.ops.quote_name
+    fields = ("tenant_id", "agent_id", "purpose", "id", "version", "status", "authority", "kind_id")
+    targets = ("tenant_id", "agent_id", "purpose", "record_id", "version", "status", "authority", "kind_id")
+    select_sql, select_params = records.order_by().values(*fields).query.sql_with_params()
+    cursor.execute(
+        f"INSERT INTO {quote(Event._meta.db_table)} (uid, type, occurred_at, data, {', '.join(quote(t) for t in targets)}) "
+        f"SELECT lower(hex(randomblob(16))), %s, %s, '{{}}', {', '.join('s.' + quote(f) for f in fields)} "
+        f"FROM ({select_sql}) s ORDER BY s.{quote('id')}",
+        [event, connection.ops.adapt_datetimefield_value(now), *select_params],
+    )
 
 
 def expiry_start(*, statuses: Collection[str], now: datetime, batch_size: int, walk: str | None, using: str) -> Position:
@@ -86,6 +106,7 @@ def expire_batch(
     now: datetime,
     batch_size: int,
     history: Mapping[str, Any],
+    event: str | None = None,
     using: str,
 ) -> tuple[int, Position | None]:
     """One batch of the expire job's walk from `position`: a locking read of up to `batch_size`
@@ -107,7 +128,7 @@ def expire_batch(
     rows = list(due.order_by("expires_at", "pk").values_list("expires_at", "pk")[:batch_size])
     if not rows:
         return 0, None
-    moved = move([pk for _, pk in rows], target=target, now=now, history=history, using=using)
+    moved = move([pk for _, pk in rows], target=target, now=now, history=history, event=event, using=using)
     if len(rows) < batch_size:
         return moved, None
     keyset = (MemoryRecord._meta.get_field("expires_at"), MemoryRecord._meta.pk)

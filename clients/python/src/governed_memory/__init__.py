@@ -9,13 +9,14 @@
         print(memory.recall("how to contact acme", purpose="support").to_prompt())
 """
 
-from governed_memory._core import NO_RETRY, RetryPolicy
+from governed_memory._core import NO_RETRY, EventPage, RetryPolicy
 from governed_memory._version import __version__
 from governed_memory.client import AsyncClient, Client
 from governed_memory.errors import (
     APIError,
     AuthenticationError,
     Conflict,
+    Gone,
     GovernedMemoryError,
     InvalidArgument,
     NotFound,
@@ -49,7 +50,9 @@ __all__ = [
     "BatchResult",
     "Client",
     "Conflict",
+    "EventPage",
     "ForgetRequest",
+    "Gone",
     "GovernedMemoryError",
     "InvalidArgument",
     "Memory",

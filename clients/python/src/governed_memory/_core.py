@@ -389,6 +389,26 @@ def forget_call(subject: str, *, reason: str) -> Call[ForgetRequest]:
     return Call("POST", "forget/", lambda r: ForgetRequest.from_json(json_body(r)), json={"subject": subject, "reason": reason})
 
 
+@dataclass(frozen=True)
+class EventPage:
+    """One page of the event feed: the events (as the server sends them: ids and metadata, never
+    content) and the cursor to pass as `after` for the next page."""
+
+    events: list[dict[str, Any]]
+    next: int
+
+
+def events_call(after: int | None, limit: int) -> Call[EventPage]:
+    def parse(response: httpx.Response) -> EventPage:
+        body = json_body(response)
+        if not isinstance(body, dict) or not isinstance(body.get("events"), list) or not isinstance(body.get("next"), int):
+            raise UnexpectedResponse("The event feed's answer has no events or next.", status=response.status_code)
+        return EventPage(events=body["events"], next=body["next"])
+
+    params: dict[str, Any] = {"limit": limit} | ({"after": after} if after is not None else {})
+    return Call("GET", api_path("events"), parse, params=params, idempotent=True)
+
+
 def forget_status_call(request: str | uuid.UUID | ForgetRequest) -> Call[ForgetRequest]:
     request_id = uuid_id(request.id if isinstance(request, ForgetRequest) else request, "A forget request id")
     return Call("GET", api_path("forget", request_id), lambda r: ForgetRequest.from_json(json_body(r)), idempotent=True)

@@ -171,6 +171,17 @@ class Client:
     def forget_status(self, request: str | ForgetRequest) -> ForgetRequest:
         return self._send(_core.forget_status_call(request))
 
+    def events(self, *, after: int | None = None, limit: int = 100) -> Iterator[_core.EventPage]:
+        """The event feed after the cursor `after` (None: from the oldest event kept), one page at a
+        time until it is read to the end; keep the last page's `next` to resume from there. A cursor
+        older than the feed's retention raises `Gone` (410): start again with `after=None`."""
+        while True:
+            page = self._send(_core.events_call(after, limit))
+            if not page.events:
+                return
+            yield page
+            after = page.next
+
     def list(
         self,
         *,

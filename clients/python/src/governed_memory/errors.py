@@ -82,6 +82,10 @@ class NotFound(APIError):
     """404: no such record (or forget request) in your scope."""
 
 
+class Gone(APIError):
+    """410: an event-feed cursor older than the feed's retention; read again from `after=None`."""
+
+
 class Conflict(APIError):
     """409: a stale `expected_version` or `supersedes_version`, a transition that does not apply to
     the record's status, or an idempotency key reused with another body. For a call about one
@@ -123,6 +127,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     403: ScopeDenied,
     404: NotFound,
     409: Conflict,
+    410: Gone,
 }
 
 
