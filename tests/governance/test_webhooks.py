@@ -3,9 +3,11 @@ verified with the standardwebhooks library, order per record, retries with the s
 letters and replay, disabling a failing endpoint (with its alert), secret rotation, filters."""
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.management import call_command
 from django.utils import timezone
 
 from governance.alerts.services import measure
@@ -95,6 +97,18 @@ def test_subscribing_needs_the_permission_and_valid_input(credential, webhook_re
 def test_a_reviewer_without_the_permission_is_refused(reviewer):
     response = client_for(reviewer).post(WEBHOOKS, {"url": "https://hooks.example.com/", "events": ["*"]}, format="json")
     assert response.status_code == 403
+
+
+@pytest.mark.django_db
+def test_create_reviewer_grants_the_webhook_permission_when_asked(tenant, receiver):
+    def token(*flags: str) -> str:
+        out = StringIO()
+        call_command("create_reviewer", "hana", "--tenant", "acme", *flags, stdout=out)
+        return out.getvalue().strip().splitlines()[-1]
+
+    body = {"url": receiver.url, "events": ["*"]}
+    assert bearer_client(token()).post(WEBHOOKS, body, format="json").status_code == 403
+    assert bearer_client(token("--can-manage-webhooks")).post(WEBHOOKS, body, format="json").status_code == 201
 
 
 @pytest.mark.django_db
