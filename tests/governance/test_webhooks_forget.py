@@ -4,9 +4,13 @@
 request stays `propagating`, as the API, the reviewer page and the dashboard show."""
 
 import json
+import re
 from datetime import UTC, datetime
 
 import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 from standardwebhooks import Webhook
 
@@ -60,7 +64,7 @@ def receipts(client, request_id) -> dict:
 
 @pytest.mark.django_db
 def test_a_forget_stays_open_until_both_copy_keepers_acknowledge(
-    tenant, reviewer_actor, receivers, write, reviewer_client, client
+    tenant, reviewer, reviewer_actor, receivers, write, reviewer_client, client
 ):
     first, second = receivers
     keeps_a = subscription_create(actor=reviewer_actor, tenant=tenant, url=first.url, events=["*"], keeps_copies=True)
@@ -80,6 +84,16 @@ def test_a_forget_stays_open_until_both_copy_keepers_acknowledge(
         f"webhook:{keeps_b.pk}": None,
     }
 
+    pages = Client()
+    pages.force_login(reviewer)
+    detail = pages.get(reverse("review:forget_detail", args=[request.pk])).content.decode()
+    for keeper in (keeps_a, keeps_b):  # each copy keeper's receipt, pending
+        row = re.search(rf"<tr><th scope=\"row\">webhook:{keeper.pk}</th>(.*?)</tr>", detail, re.S)
+        assert row and "pending" in row.group(1), detail
+    cache.clear()
+    dashboard = pages.get(reverse("review:dashboard")).content.decode()
+    assert re.search(r'<th scope="row">Forget requests</th><td>1</td>', dashboard), dashboard  # waiting in the queue
+
     deliver_webhooks(now=timezone.now(), batch_size=100)
     (forgotten,) = [r.event for r in second.received]  # b wants only promotions, but keeps copies
     assert forgotten["type"] == "memory.forgotten"
@@ -96,6 +110,9 @@ def test_a_forget_stays_open_until_both_copy_keepers_acknowledge(
     assert response.json()["status"] == "completed"
     assert ForgetRequest.objects.get(pk=request.pk).status == "completed"
     assert None not in receipts(reviewer_client, request.pk).values()
+    cache.clear()  # the dashboard is computed once a minute
+    dashboard = pages.get(reverse("review:dashboard")).content.decode()
+    assert re.search(r'<th scope="row">Forget requests</th><td>0</td>', dashboard), dashboard
 
 
 @pytest.mark.django_db
