@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from governance.alerts.services import measure
-from governance.events.delivery import MAX_ATTEMPTS, deliver_webhooks, replay
+from governance.events.delivery import BACKOFF, MAX_ATTEMPTS, deliver_webhooks, replay
 from governance.events.models import Delivery, WebhookSubscription
 from governance.events.services import subscription_create, subscription_rotate_secret
 from memory.actors import Actor
@@ -148,6 +148,36 @@ def test_a_failed_delivery_is_retried_with_the_same_id_and_keeps_the_record_orde
         ("memory.promoted", 2),
         ("memory.confirmed", 3),
     ]
+
+
+@pytest.mark.django_db
+def test_a_subscriber_down_for_ten_minutes_receives_everything_once_it_is_back(subscribe, receiver, write, reviewer_actor):
+    subscription = subscribe()
+    down = {"on": True}
+    receiver.answer = lambda r: (503, b"", {}) if down["on"] else (200, b"{}", {})
+    records = [write(**UNTRUSTED) for _ in range(3)]
+    run()  # at 0 s
+    for _ in range(2):  # at 5 s and 5 min 5 s: the schedule's attempts within ten minutes, all refused
+        records.append(write(**UNTRUSTED))  # while the agents go on writing and a reviewer promotes
+        memory_promote(record_id=records[-2].pk, expected_version=1, actor=reviewer_actor)
+        make_due()
+        run()
+    tried = set(Delivery.objects.filter(attempts__gt=0).values_list("attempts", flat=True))
+    assert tried == {3} and sum(BACKOFF[:2], timedelta()) < timedelta(minutes=10) < sum(BACKOFF[:3], timedelta())
+    assert not Delivery.objects.filter(status="dead").exists()
+
+    down["on"] = False  # back: the next attempt of the schedule delivers everything, in order
+    receiver.received.clear()
+    make_due()
+    counts = run()
+    expected = Event.objects.filter(tenant=subscription.tenant).count()
+    assert counts["delivered"] == expected and set(Delivery.objects.values_list("status", flat=True)) == {"delivered"}
+    bodies = receiver.verified(subscription.secret)
+    assert sorted(b["id"] for b in bodies) == sorted(str(u) for u in Event.objects.values_list("uid", flat=True))
+    versions: dict[str, list[int]] = {}
+    for body in bodies:
+        versions.setdefault(body["data"]["record"]["id"], []).append(body["data"]["record"]["version"])
+    assert all(seen == sorted(seen) for seen in versions.values()) and any(len(seen) == 2 for seen in versions.values())
 
 
 @pytest.mark.django_db
