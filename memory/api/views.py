@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import services
+from memory import replicas, services
 from memory.actors import Actor
 from memory.api import asof
 from memory.api.authentication import permitted_actor
@@ -329,5 +329,11 @@ class RecallView(APIView):
         asof.refuse_agent_as_of(request.data)
         credential = request.auth
         query = parse_recall(services.reject_foreign_scope(request.data, credential))
-        result = recall(credential=credential, q=query)
+        # A replica may answer when it has replayed the tenant's forgets and revocations and this
+        # agent's own writes (memory.replicas; the primary otherwise, and with no replicas).
+        result = replicas.read_on_replica(
+            lambda: recall(credential=credential, q=query),
+            tenant_ids=[credential.agent.tenant_id],
+            writer=replicas.writer_key(agent_id=credential.agent_id),
+        )
         return Response(RecallResponseSerializer(result).data)
