@@ -13,7 +13,7 @@ from governance.forget.services import forget_request_create
 from governance.revocations.services import resolve_source, revocation_create
 from memory import replicas
 from memory.models import MemoryRecord, Status
-from tests.api.conftest import recall_ids
+from tests.api.conftest import MEMORIES, recall_ids
 from tests.replica_support import APPLY_DELAY_SECONDS, replayed, replica_alias, routing, streaming_replica
 
 NO_REPLICAS_ON_SQLITE = "SQLite has no streaming replicas: DATABASE_REPLICA_URLS names PostgreSQL standbys"
@@ -150,3 +150,20 @@ def test_the_reviewer_queue_shows_a_revocation_at_once(replica, write, tenant, r
     assert page.status_code == 200
     assert str(poisoned.pk)[:8] in page.content.decode()  # the queue read the primary: the standby has it active
     assert MemoryRecord.objects.using(replica).get(pk=poisoned.pk).status == Status.ACTIVE
+
+
+@on_standby
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_memory_api_reads_the_replica_but_not_past_a_fence(replica, write, agent_client, tenant, reviewer_actor):
+    _warm(agent_client)
+    record = write(content="Invoices go out on the first.", provenance={"session_id": "s-list"})
+    assert agent_client.get(f"{MEMORIES}{record.pk}/").status_code == 404  # the standby is behind
+    replayed()
+    assert agent_client.get(f"{MEMORIES}{record.pk}/").json()["status"] == Status.ACTIVE
+    listed = agent_client.get(MEMORIES).json()["results"]
+    assert str(record.pk) in [item["id"] for item in listed]
+
+    source = resolve_source(actor=reviewer_actor, tenant=tenant, session_id="s-list")
+    revocation_create(actor=reviewer_actor, source=source, reason="prompt injection")
+    assert agent_client.get(f"{MEMORIES}{record.pk}/").json()["status"] == Status.QUARANTINED
+    assert MemoryRecord.objects.using(replica).get(pk=record.pk).status == Status.ACTIVE
