@@ -28,5 +28,7 @@ def test_a_replica_that_cannot_be_reached_leaves_recall_to_the_primary(unreachab
         assert recall_ids(agent_client, query="escalations night desk") == [str(record.pk)]
         listed = agent_client.get(f"/api/v1/memories/{record.pk}/")
     assert listed.status_code == 200 and listed.json()["status"] == "active"
-    # Both reads tried the replica first (no fence, no write of this agent), then the primary.
-    assert caplog.text.count("replica read failed; reading the primary") == 2
+    # The recall tried the replica first (no fence, no write of this agent), then the primary. (The
+    # read after it may not try: if the recall built the default index, this agent wrote, and its
+    # read-your-writes check finds the replica unreachable before any read.)
+    assert caplog.text.count("replica read failed; reading the primary") >= 1
