@@ -13,6 +13,7 @@ Needs root (or the postgres user) on a machine whose PostgreSQL it may add a rep
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def main() -> None:
 
         connections.close_all()
         subprocess.run([ROOT / "bin" / "replica-setup", "down", standby], env=env, check=False)
-        directory.rmdir() if not any(directory.iterdir()) else None
+        shutil.rmtree(directory, ignore_errors=True)
         subprocess.run(["psql", admin, "-qc", f'DROP DATABASE IF EXISTS "{name}"'], check=False)
 
 
