@@ -138,6 +138,27 @@ DATABASES = {
     )
 }
 
+# --- Read replicas (memory.replicas; docs/operations.md "Read replicas") ---
+# DATABASE_REPLICA_URLS: streaming standbys of DATABASE_URL, comma-separated; each becomes the alias
+# replica_0, replica_1, ... Recall and the reviewers' read pages may read them; writes,
+# transitions and forget stay on the primary. Unset: no router, no middleware, nothing changes.
+# Under the test runner each replica mirrors the test database (tests that need a real standby
+# point an alias at one themselves: tests/replica_support.py).
+DATABASE_REPLICA_URLS = env_list("DATABASE_REPLICA_URLS", [])
+for _number, _url in enumerate(DATABASE_REPLICA_URLS):
+    _replica = configure_database(
+        dj_database_url.parse(_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True), var_dir=VAR_DIR
+    )
+    if _replica["ENGINE"] != DATABASES["default"]["ENGINE"] or "sqlite" in _replica["ENGINE"]:
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS name PostgreSQL standbys of a PostgreSQL DATABASE_URL.")
+    DATABASES[f"replica_{_number}"] = {**_replica, "TEST": {"MIRROR": "default"}}
+DATABASE_ROUTERS = ["memory.engine.routing.ReplicaRouter"] if DATABASE_REPLICA_URLS else []
+if DATABASE_REPLICA_URLS:
+    # A request that wrote leaves its writer's read-your-writes position (memory.replicas).
+    MIDDLEWARE.insert(MIDDLEWARE.index("axes.middleware.AxesMiddleware"), "config.replica_routing.ReadYourWritesMiddleware")
+# How long a writer's own reads (an agent's, a reviewer's) need a replica that replayed its last write.
+REPLICA_READ_YOUR_WRITES_SECONDS = env_int("REPLICA_READ_YOUR_WRITES_SECONDS", 30)
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

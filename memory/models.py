@@ -536,3 +536,17 @@ from memory.search.models import SearchIndex  # noqa: E402,F401
 SIGNED_BY = "verified_key__source"
 # The outbox (events of lifecycle changes, for webhooks and the feed): memory models too, in memory.outbox.
 from memory.outbox.models import Event, EventLog  # noqa: E402,F401
+
+
+class ReplicaFence(models.Model):
+    """A forget or a revocation that replicas must have replayed before they serve `tenant` again
+    (`memory.replicas`). Written in the change's own transaction with no position (so it becomes
+    visible exactly when the change does), given the primary's log position right after the commit,
+    and deleted once every replica has replayed past it. Only written when replicas are configured."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    lsn = models.BigIntegerField(null=True, blank=True, help_text="Primary WAL position after the commit; null until known.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "lsn"], name="replica_fence_tenant")]

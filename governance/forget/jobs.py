@@ -1,6 +1,7 @@
 """The `propagate_forgets` job: completes every open forget request across every registered
 artifact (governance.forget.artifacts), with one receipt per artifact. A request that fails is
-reported and retried by the next run; the others still complete."""
+reported and retried by the next run; the others still complete. With read replicas, it also
+closes the replica fences that every replica has replayed past."""
 
 from collections import Counter
 from datetime import datetime
@@ -8,6 +9,7 @@ from datetime import datetime
 from governance.forget.artifacts import registered_artifacts
 from governance.forget.propagation import PropagationResult, propagate_open_forget_requests
 from governance.jobs.runner import JobIncomplete, describe_error
+from memory import replicas
 
 
 def propagate_forgets(*, now: datetime, batch_size: int) -> dict[str, int]:
@@ -22,6 +24,8 @@ def propagate_forgets(*, now: datetime, batch_size: int) -> dict[str, int]:
         else:
             counts["requests_failed"] += 1
             errors.append(f"forget request {request.pk}: {describe_error(result)}")
+    if replicas.aliases():  # fences every replica has replayed past are closed here (memory.replicas)
+        counts["replica_fences_closed"] = replicas.close_fences()
     if errors:
         raise JobIncomplete(dict(counts), errors)
     return dict(counts)

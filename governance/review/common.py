@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import ngettext
 
+from memory import replicas
 from memory.actors import Actor
 from memory.api.typing import UserRequest
 
@@ -60,6 +61,26 @@ def reviewer_required(
             raise PermissionDenied("Your account is not a reviewer of any tenant.")
         reviewer.actor = actor
         return view(reviewer, *args, **kwargs)
+
+    return wrapper
+
+
+def replica_page(
+    view: Callable[Concatenate[ReviewerRequest, P], HttpResponseBase],
+) -> Callable[Concatenate[ReviewerRequest, P], HttpResponseBase]:
+    """A reviewer's read page (under `reviewer_required`): a GET may be answered from a read
+    replica that has replayed the reviewer's tenants' forgets and revocations and this reviewer's
+    own last changes (memory.replicas); the primary otherwise."""
+
+    @wraps(view)
+    def wrapper(request: ReviewerRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponseBase:
+        if request.method != "GET" or not replicas.aliases():
+            return view(request, *args, **kwargs)
+        return replicas.read_on_replica(
+            lambda: view(request, *args, **kwargs),
+            tenant_ids=request.actor.tenant_ids,
+            writer=replicas.writer_key(user_id=request.user.pk),
+        )
 
     return wrapper
 

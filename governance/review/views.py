@@ -38,6 +38,7 @@ from governance.review.common import (
     optional_url,
     page_of,
     render_page,
+    replica_page,
     reviewer_required,
     safe_next,
     short_id,
@@ -214,6 +215,7 @@ def _pop_changed(request: HttpRequest, actor: Actor) -> "list[RecordWithLastChan
 
 
 @reviewer_required
+@replica_page
 def quarantine(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     queue = quarantine_queue(actor)
@@ -251,6 +253,7 @@ def quarantine(request: ReviewerRequest) -> HttpResponse:
 
 
 @reviewer_required
+@replica_page
 def drift(request: ReviewerRequest) -> HttpResponse:
     actor = request.actor
     now = timezone.now()
@@ -406,6 +409,7 @@ HIDDEN = "(hidden: the memory is forgotten)"
 
 
 @reviewer_required
+@replica_page
 def memory_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     actor = request.actor
     scope = records_in_scope(actor)
@@ -508,6 +512,7 @@ def _history_timeline(record: MemoryRecord) -> list[HistoryEntry]:
 
 
 @reviewer_required
+@replica_page
 def forget_list(request: ReviewerRequest) -> HttpResponse:
     requests_ = forget_requests_in_scope(request.actor).annotate(receipt_count=Count("receipts")).order_by("-requested_at")
     page = page_of(request, requests_)
@@ -515,6 +520,7 @@ def forget_list(request: ReviewerRequest) -> HttpResponse:
 
 
 @reviewer_required
+@replica_page
 def forget_detail(request: ReviewerRequest, pk: uuid.UUID) -> HttpResponse:
     forget_request = get_object_or_404(forget_requests_in_scope(request.actor), pk=pk)
     return render_page(

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import services
+from memory import replicas, services
 from memory.actors import Actor
 from memory.api import asof
 from memory.api.authentication import permitted_actor
@@ -87,6 +87,20 @@ def _record_response(actor: Actor, record_id, *, status_code: int = status.HTTP_
     if record is None:  # e.g. an idempotent replay after the token lost the record's purpose
         raise RecordNotFound("No such memory in your scope.")
     return Response(MemoryRecordSerializer(record).data, status=status_code, headers=headers)
+
+
+def _on_replica(request: Request, read: Callable[[], Response]) -> Response:
+    """A list or read of records, answered by a read replica when it has replayed the caller's
+    tenants' forgets and revocations and the caller's own writes (memory.replicas)."""
+    if not replicas.aliases():
+        return read()
+    actor = permitted_actor(request)
+    writer = (
+        replicas.writer_key(agent_id=actor.credential.agent_id)
+        if actor.credential is not None
+        else replicas.writer_key(user_id=request.user.pk)
+    )
+    return replicas.read_on_replica(read, tenant_ids=actor.tenant_ids, writer=writer)
 
 
 class RecordPagination(PageNumberPagination):
@@ -251,7 +265,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def list(self, request: Request, *args, **kwargs) -> Response:
         if "as_of" in request.query_params:  # would be ignored, and the answer mistaken for the past
             raise ValidationError({"as_of": ["as_of applies to one memory: GET /api/v1/memories/{id}/?as_of=<time>."]})
-        return super().list(request, *args, **kwargs)
+        return _on_replica(request, lambda: super(MemoryRecordViewSet, self).list(request, *args, **kwargs))
 
     @extend_schema(
         summary="One memory; reviewers may add ?as_of= for its state at a past moment",
@@ -267,7 +281,7 @@ class MemoryRecordViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         if "as_of" in request.query_params:
             return Response(asof.record_as_of_data(permitted_actor(request), kwargs["pk"], request.query_params["as_of"]))
-        return super().retrieve(request, *args, **kwargs)
+        return _on_replica(request, lambda: super(MemoryRecordViewSet, self).retrieve(request, *args, **kwargs))
 
     def _transition(self, request: Request, pk: str) -> Response:
         actor = permitted_actor(request)
@@ -329,5 +343,11 @@ class RecallView(APIView):
         asof.refuse_agent_as_of(request.data)
         credential = request.auth
         query = parse_recall(services.reject_foreign_scope(request.data, credential))
-        result = recall(credential=credential, q=query)
+        # A replica may answer when it has replayed the tenant's forgets and revocations and this
+        # agent's own writes (memory.replicas; the primary otherwise, and with no replicas).
+        result = replicas.read_on_replica(
+            lambda: recall(credential=credential, q=query),
+            tenant_ids=[credential.agent.tenant_id],
+            writer=replicas.writer_key(agent_id=credential.agent_id),
+        )
         return Response(RecallResponseSerializer(result).data)

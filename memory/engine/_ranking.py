@@ -8,8 +8,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connections
 
+from memory.engine.routing import read_alias
 from memory.search.models import SearchIndex
 from memory.search.ranking import AUTHORITY_WEIGHT, CONFIDENCE_WEIGHT, Ranked
 
@@ -39,7 +40,8 @@ def recipe_params(index: SearchIndex) -> dict[str, float]:
 
 
 def fetch(sql: str, params: dict[str, Any]) -> list[tuple]:
-    with connection.cursor() as cursor:
+    # Recall's ranking: on a replica when the caller allowed one (memory.replicas).
+    with connections[read_alias()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from memory import replicas
 from memory.actors import Actor
 from memory.errors import RecordNotFound, ScopeDenied
 from memory.fingerprints import records_about
@@ -45,6 +46,7 @@ def memory_forget_subject(*, tenant_id: int, subject: str, actor: Actor, reason:
         raise ScopeDenied("This token may not forget subjects.")
     now = timezone.now()
     with transaction.atomic():
+        replicas.fence(tenant_id)  # no replica serves the subject once this commits (memory.replicas)
         direct = set(
             records_about(records_in_scope(actor), tenant_id=tenant_id, subject=subject)
             .filter(status__in=TRANSITIONS["forget"][0])

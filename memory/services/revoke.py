@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from memory import replicas
 from memory.actors import Actor
 from memory.admission import raise_holds
 from memory.credentials import revoke_tokens
@@ -128,6 +129,7 @@ def memory_revoke_source(*, source: RevokedSource, actor: Actor, note: str = "")
         # Exclusive: a write in flight commits before this selects (and is selected), any other
         # write checks after this commits (and is refused or held): memory.admission.
         hold([revocation_fence(source.tenant_id)])
+        replicas.fence(source.tenant_id)  # no replica serves what this quarantines once it commits
         token_revoked = False
         held = None
         if kind in ("session_id", "source_uri_prefix"):  # later writes from it wait for review

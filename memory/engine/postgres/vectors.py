@@ -12,16 +12,18 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connection
+from django.db import connections
 
 from memory.engine._vectors import Vectors, execute
 from memory.engine.postgres import ddl_v3 as ddl
 from memory.engine.postgres import search
+from memory.engine.routing import read_alias
 
 
 def _fetch_binary(sql: str, params: Any) -> list[tuple]:
     import psycopg
 
+    connection = connections[read_alias()]  # a replica when the caller allowed one (memory.replicas)
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, binary=True)
