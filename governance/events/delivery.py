@@ -55,12 +55,17 @@ def deliver_webhooks(*, now: datetime, batch_size: int) -> dict[str, int]:
     it runs are picked up by its next round, so a wake-up that found the job busy loses nothing)."""
     counts: Counter[str] = Counter({"fanned_out": 0, "delivered": 0, "failed": 0})
     deadline = time.monotonic() + RUN_SECONDS
+    failing: set = set()  # subscriptions whose endpoint failed in this run: they wait for the next
     while time.monotonic() < deadline:
         fanned = fan_out(now=timezone.now(), batch_size=batch_size)
         due = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=timezone.now())
         round_counts: Counter[str] = Counter()
-        for subscription in WebhookSubscription.objects.filter(is_active=True, pk__in=due.values("subscription_id")):
-            round_counts.update(deliver_to(subscription, deadline=deadline))
+        subscriptions = WebhookSubscription.objects.filter(is_active=True, pk__in=due.values("subscription_id"))
+        for subscription in subscriptions.exclude(pk__in=failing):
+            sent = deliver_to(subscription, deadline=deadline)
+            if sent["failed"]:
+                failing.add(subscription.pk)
+            round_counts.update(sent)
             if time.monotonic() > deadline:
                 break
         counts.update(round_counts)
