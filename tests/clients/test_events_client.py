@@ -1,6 +1,7 @@
-"""The Python client's side of events: reading the feed page by page against a live server, and
-verifying a delivery and signing an acknowledgement with `governed_memory.webhooks`."""
+"""The Python client's side of events: reading the feed page by page against a live server (sync and
+async), and verifying a delivery and signing an acknowledgement with `governed_memory.webhooks`."""
 
+import asyncio
 import json
 
 import pytest
@@ -9,7 +10,7 @@ from standardwebhooks import Webhook
 
 from governance.events.delivery import signed_headers
 from governance.events.models import WebhookSubscription
-from governed_memory import Client, Provenance
+from governed_memory import AsyncClient, Client, Provenance
 from governed_memory.webhooks import InvalidSignature, acknowledgement, verify
 
 
@@ -41,6 +42,32 @@ def test_the_client_reads_the_feed_to_the_end_and_resumes_from_its_cursor(api_se
         ).id
         (page,) = client.events(after=pages[-1].next)
         assert [e["data"]["record"]["id"] for e in page.events] == [newest]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_async_client_reads_the_feed_page_by_page_and_resumes(api_server, token):
+    async def scenario() -> tuple[list[list[str]], list[str], list[str]]:
+        async with AsyncClient(api_server.base, token) as client:
+            written = [
+                (
+                    await client.remember(
+                        f"Prefers channel {i}.",
+                        subject="customer/acme",
+                        purpose="support",
+                        kind="preference",
+                        confidence=0.9,
+                        provenance=Provenance.user_turn("s-1", i),
+                    )
+                ).id
+                for i in range(3)
+            ]
+            pages = [page async for page in client.events(limit=2)]
+            after = [page async for page in client.events(after=pages[-1].next)]
+            return [[e["data"]["record"]["id"] for e in p.events] for p in pages], written, after
+
+    pages, written, after = asyncio.run(scenario())
+    assert pages == [written[:2], written[2:]]
+    assert after == []
 
 
 def test_verify_accepts_the_servers_signature_and_refuses_another():

@@ -364,6 +364,15 @@ class AsyncClient:
     async def forget_status(self, request: str | ForgetRequest) -> ForgetRequest:
         return await self._send(_core.forget_status_call(request))
 
+    async def events(self, *, after: int | None = None, limit: int = 100) -> AsyncIterator[_core.EventPage]:
+        """See `Client.events`: `async for page in client.events(after=cursor)`."""
+        while True:
+            page = await self._send(_core.events_call(after, limit))
+            if not page.events:
+                return
+            yield page
+            after = page.next
+
     async def list(
         self,
         *,
