@@ -4,6 +4,7 @@ rows deleted), keeping each surviving record's state row from before the horizon
 propagation still scrubs a subject's history in every partition, and the disk step rewrites every
 partition's files."""
 
+import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from governance.models import JobRun
 from governance.retention.prune import prune
 from memory.asof import record_as_of
 from memory.engine import current
+from memory.errors import ValidationFailed
 from memory.fingerprints import subject_fingerprint
 from memory.history import history_horizon
 from memory.models import MemoryRecord
@@ -106,6 +108,8 @@ def test_history_past_retention_goes_a_month_at_a_time_and_each_record_keeps_its
     assert record_as_of(actor=reviewer_actor, record_id=busy.pk, at=horizon + DAY).record.version == 3
     assert record_as_of(actor=reviewer_actor, record_id=on_horizon.pk, at=horizon + DAY / 2).record.version == 1
     assert record_as_of(actor=reviewer_actor, record_id=quiet.pk, at=now).record.version == 1
+    with pytest.raises(ValidationFailed, match="before"):  # what was dropped is not guessed at
+        record_as_of(actor=reviewer_actor, record_id=busy.pk, at=horizon - DAY)
     if connection.vendor == PG:
         assert partition_tables().isdisjoint(old_months)  # the tables are gone, not emptied
         assert {partition.lower for partition in history.history_partitions() if partition.lower} == {
@@ -255,3 +259,20 @@ def test_after_the_disk_step_no_partition_file_holds_the_forgotten_subject(tenan
                 if path:
                     files = [Path(data, path), *Path(data, path).parent.glob(Path(path).name + ".*")]
                     assert all(secret.encode() not in file.read_bytes() for file in files if file.exists()), partition
+
+
+@pytest.mark.django_db
+def test_the_command_lists_the_months_and_the_horizon(settings):
+    import json
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("history_partitions", "--json", stdout=out)
+    summary = json.loads(out.getvalue())
+    assert summary["horizon"] == history_horizon(datetime.now(UTC), settings.HISTORY_RETENTION_DAYS).isoformat()
+    months = [row["month"] for row in summary["partitions"]]
+    if connection.vendor == PG:
+        assert f"{datetime.now(UTC):%Y-%m}" in months and months[-1] == "default"
+    else:
+        assert months == []
