@@ -22,18 +22,19 @@ class Command(BaseCommand):
     def handle(self, *args, as_json: bool = False, **options) -> None:
         horizon = history_horizon(timezone.now(), settings.HISTORY_RETENTION_DAYS)
         partitions = current().history.history_partitions()
+        rows = [
+            {
+                "name": partition.name,
+                "month": f"{partition.lower:%Y-%m}" if partition.lower else "default",
+                "rows_estimate": partition.rows,
+            }
+            for partition in partitions
+        ]
         summary = {
             "retention_days": settings.HISTORY_RETENTION_DAYS,
             "horizon": horizon.isoformat() if horizon else None,
             "months_ahead": settings.HISTORY_PARTITIONS_AHEAD,
-            "partitions": [
-                {
-                    "name": partition.name,
-                    "month": f"{partition.lower:%Y-%m}" if partition.lower else "default",
-                    "rows_estimate": partition.rows,
-                }
-                for partition in partitions
-            ],
+            "partitions": rows,
         }
         if as_json:
             self.stdout.write(json.dumps(summary))
@@ -43,6 +44,6 @@ class Command(BaseCommand):
         if not partitions:
             self.stdout.write("The history table is not partitioned (SQLite): the prune job deletes old rows in chunks.")
             return
-        for row in summary["partitions"]:
+        for row in rows:
             estimate = "not analysed yet" if row["rows_estimate"] < 0 else f"~{row['rows_estimate']} rows"
             self.stdout.write(f"{row['month']:>8}  {row['name']}  {estimate}")
