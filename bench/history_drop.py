@@ -9,13 +9,15 @@ The database named by DATABASE_URL is dropped, created and migrated first. Each 
 month afresh (not measured): `rows` history rows over rows / `per-record` records that still exist
 (`--per-record 0`: records gone, nothing to keep), then runs one method. Both keep the same rows:
 each record's newest row of the month, its state at the horizon; the script checks it. Prints one
-JSON line per run and a summary (median seconds per method).
+JSON line per run and a summary (median seconds per method, and the longest a history insert made
+every 10 ms meanwhile, as a transition would, waited).
 """
 
 import argparse
 import json
 import os
 import statistics
+import threading
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlparse
@@ -97,6 +99,30 @@ def by_row(dsn: str, batch: int) -> dict:
                 return {"history_rows_deleted": deleted}
 
 
+class Writer(threading.Thread):
+    """A transition's history insert (today's month) every 10 ms while a method runs: the longest
+    one is how long history writes waited for it."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.stop, self.longest, self.count = dsn, threading.Event(), 0.0, 0
+
+    def run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute("SET session_replication_role = replica")
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                conn.execute(
+                    f"INSERT INTO {TABLE} ({COLUMNS}, history_actor, history_note, history_date, history_type) VALUES "
+                    "(gen_random_uuid(), 'customer/live', 'support', 'A transition now', 'sha256:x', 'user_turn', '', '', "
+                    "'', '', '', false, 'user', 'trusted', '', 0.9, now(), now(), now() + interval '1 day', 'active', now(), "
+                    "2, 1, 1, 1, 'bench', '', now(), '~')"
+                )
+                self.longest = max(self.longest, time.perf_counter() - started)
+                self.count += 1
+                time.sleep(0.01)
+
+
 def left(dsn: str) -> tuple[int, int]:
     with psycopg.connect(dsn) as conn:
         kept = conn.execute(f"SELECT count(*) FROM {TABLE} WHERE history_date < %s", [HORIZON]).fetchone()[0]
@@ -120,24 +146,43 @@ def main() -> None:
     dsn = os.environ["DATABASE_URL"]
     recreate_and_migrate(dsn)
     times: dict[str, list[float]] = {"partition_drop": [], "row_by_row": []}
+    waits: dict[str, list[float]] = {"partition_drop": [], "row_by_row": []}
     for round_ in range(args.rounds):
         for method in ("partition_drop", "row_by_row") if round_ % 2 == 0 else ("row_by_row", "partition_drop"):
             expected = seed(dsn, rows=args.rows, per_record=args.per_record)
             connection.close()
             load = os.getloadavg()[0]
+            writer = Writer(dsn)
+            writer.start()
+            time.sleep(0.2)
             started = time.perf_counter()
             counts = by_partition(args.batch) if method == "partition_drop" else by_row(dsn, args.batch)
             seconds = time.perf_counter() - started
+            writer.stop.set()
+            writer.join()
             kept, partition_left = left(dsn)
             if method == "partition_drop":
                 assert partition_left == 0, "the month's partition is still there"
             assert kept == expected, f"{method} kept {kept} rows, expected {expected}"
             times[method].append(seconds)
-            line = {"round": round_, "method": method, "rows": args.rows, "seconds": round(seconds, 3), "kept": kept}
+            waits[method].append(writer.longest)
+            line = {
+                "round": round_,
+                "method": method,
+                "rows": args.rows,
+                "seconds": round(seconds, 3),
+                "kept": kept,
+                "longest_history_write_s": round(writer.longest, 3),
+            }
             print(json.dumps({**line, "load1": round(load, 2), "counts": counts}), flush=True)
     summary = {method: round(statistics.median(values), 3) for method, values in times.items()}
     summary["ratio"] = round(summary["row_by_row"] / summary["partition_drop"], 1)
-    print(json.dumps({"rows": args.rows, "per_record": args.per_record, "median_seconds": summary}))
+    longest = {method: round(max(values), 3) for method, values in waits.items()}
+    print(
+        json.dumps(
+            {"rows": args.rows, "per_record": args.per_record, "median_seconds": summary, "longest_history_write_s": longest}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ run for months). Dropping a month keeps, for each record that still exists, its 
 month when no later row before the horizon exists: the record's state at the horizon, which as-of
 reads and the history page start from. Those rows move to the default partition, in the
 transaction that detaches and drops the month; the rest of the month goes with the table, with no
-row deleted one by one.
+row deleted one by one. History writes (every transition) wait while a month is detached, copied
+from and dropped: for as long as copying its kept rows takes, since choosing them is done before.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memory.history import HistoryPartition
 TABLE = "memory_historicalmemoryrecord"
 DEFAULT = f"{TABLE}_default"
 RECORDS = "memory_memoryrecord"
+KEEP = f"{TABLE}_keep"  # the keys of a month's rows to keep, while it is dropped
 
 
 def _month_start(moment: datetime) -> datetime:
@@ -88,30 +90,43 @@ def _make_partition(lower: datetime, upper: datetime) -> None:
 
 
 def drop_history_before(*, horizon: datetime, batch_size: int) -> dict[str, int]:
-    """Drop every month partition wholly before `horizon` (a month's start), oldest first, each in
-    its own transaction: detach it, copy the rows to keep into the default partition, drop it. Then
-    the default partition's rows before the horizon that are no longer a record's state there go,
-    in chunks of `batch_size` (few: at most one a record per dropped month). Returns counts."""
+    """Drop every month partition wholly before `horizon` (a month's start), oldest first. For each,
+    first (no lock beyond reading) the rows to keep are chosen and their keys put aside in
+    KEEP; then, in one short transaction, the month is detached (history writes wait from here to
+    the commit), the rows of those keys copied from it into the default partition (as they are
+    then: a forget's scrub committed meanwhile is in them) and the table dropped. Then the default
+    partition's rows before the horizon that are no longer a record's state there go, in chunks of
+    `batch_size` (few: at most one a record per dropped month). Returns counts."""
     counts = {"history_partitions_dropped": 0, "history_rows_dropped": 0, "history_rows_kept": 0, "history_rows_deleted": 0}
     for partition in history_partitions():
         if partition.upper is None or partition.upper > horizon:
             continue
         with transaction.atomic(), connection.cursor() as cursor:
-            # A table with deferred foreign-key checks queued (history_user_id's, from an earlier
-            # statement of the transaction) cannot be dropped: they run now.
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(f"ALTER TABLE {TABLE} DETACH PARTITION {partition.name}")
             cursor.execute(f"SELECT count(*) FROM {partition.name}")
             counts["history_rows_dropped"] += cursor.fetchone()[0]
+            cursor.execute(f"DROP TABLE IF EXISTS {KEEP}")
+            # Which rows stay depends on nothing a concurrent transaction changes: the month's rows
+            # (written in their month, never re-dated), later rows before the horizon, and whether
+            # the record exists (one pruned meanwhile leaves a row _delete_superseded removes).
             cursor.execute(
-                f"INSERT INTO {TABLE} SELECT DISTINCT ON (h.id) h.* FROM {partition.name} h "
-                f"WHERE EXISTS (SELECT 1 FROM {RECORDS} r WHERE r.id = h.id) "
+                f"CREATE UNLOGGED TABLE {KEEP} AS SELECT DISTINCT ON (h.id) h.history_id, h.history_date "
+                f"FROM {partition.name} h WHERE EXISTS (SELECT 1 FROM {RECORDS} r WHERE r.id = h.id) "
                 f"AND NOT EXISTS (SELECT 1 FROM {TABLE} n WHERE n.id = h.id AND n.history_date >= %s AND n.history_date < %s) "
                 "ORDER BY h.id, h.history_date DESC, h.history_id DESC",
                 [partition.upper, horizon],
             )
+        with transaction.atomic(), connection.cursor() as cursor:
+            # A table with deferred foreign-key checks queued (history_user_id's, from an earlier
+            # statement of the transaction) cannot be dropped: they run now.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"ALTER TABLE {TABLE} DETACH PARTITION {partition.name}")
+            cursor.execute(
+                f"INSERT INTO {TABLE} SELECT h.* FROM {partition.name} h JOIN {KEEP} k "
+                "ON k.history_id = h.history_id AND k.history_date = h.history_date"
+            )
             counts["history_rows_kept"] += cursor.rowcount
             cursor.execute(f"DROP TABLE {partition.name}")
+            cursor.execute(f"DROP TABLE {KEEP}")
         counts["history_partitions_dropped"] += 1
     counts["history_rows_dropped"] -= counts["history_rows_kept"]
     counts["history_rows_deleted"] = _delete_superseded(horizon=horizon, batch_size=batch_size)
