@@ -25,6 +25,11 @@ reconstructed from the records' django-simple-history rows (every transition wri
   purge age passed since, so it is true only when T + the shortest purge age of the kinds asked
   about lies before the trace's cover (when the trace began, or the start of its retention window
   if later) and before now.
+- **The history horizon.** The prune job drops history older than HISTORY_RETENTION_DAYS, whole
+  calendar months at a time (governance.retention.history), each surviving record keeping its
+  newest row from before the start of the month that holds now - HISTORY_RETENTION_DAYS: its
+  state there. A moment from then on reads whole; an earlier one is refused (400), since a record
+  whose early rows are gone would read as not yet written.
 - **Ranking** is recall's lexical ranking (`memory.search.ranking`: BM25 over the scope's records
   that were active then, plus the same priors with recency measured at T), computed over the
   historical texts by `memory.asof_ranking` with the serving lexical index's recipe (the index
@@ -45,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, cast
 
+from django.conf import settings
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
@@ -52,6 +58,7 @@ from memory.actors import Actor
 from memory.asof_ranking import EMBED_LIMIT, rank_rows, similarity_at
 from memory.errors import DomainError, RecordNotFound, ValidationFailed
 from memory.fingerprints import subject_fingerprint
+from memory.history import history_horizon
 from memory.models import SIGNED_BY, Agent, MemoryKind, MemoryRecord, Status, Tenant
 from memory.recall import RecallQuery, RecallResult, fill_budget, second_stage
 from memory.scope import Scope
@@ -148,10 +155,21 @@ def record_from_row(row, *, withheld: bool, agent: Agent | None = None) -> Memor
 
 
 def check_as_of(at: datetime, *, now: datetime | None = None) -> datetime:
-    if at > (now or timezone.now()):
+    now = now or timezone.now()
+    if at > now:
         raise ValidationFailed(
             "as_of lies in the future: history only tells the past.",
             errors={"as_of": ["Must not be in the future."]},
+            title="Invalid request",
+        )
+    # History before the horizon is dropped by retention (governance.retention.history), each record
+    # keeping only its state there: an earlier moment would read as a record not yet written.
+    horizon = history_horizon(now, settings.HISTORY_RETENTION_DAYS)
+    if horizon is not None and at < horizon:
+        raise ValidationFailed(
+            f"as_of lies before {horizon:%Y-%m-%d}: history older than that is dropped by retention "
+            f"(HISTORY_RETENTION_DAYS, {settings.HISTORY_RETENTION_DAYS} days, counted in whole months).",
+            errors={"as_of": [f"Must not be before {horizon:%Y-%m-%d}."]},
             title="Invalid request",
         )
     return at

@@ -6,6 +6,8 @@ A leaf module: `memory.models` and `memory.search.models` both build their histo
 from here.
 """
 
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.db import models
@@ -38,3 +40,23 @@ class HistoryContext:
     _history_actor: str
     _history_note: str
     _history_user: "User"
+
+
+@dataclass(frozen=True)
+class HistoryPartition:
+    """One partition of the records' history table (PostgreSQL partitions it by month; SQLite keeps
+    one plain table and lists none)."""
+
+    name: str
+    lower: datetime | None  # None: the default partition, which takes rows no month covers
+    upper: datetime | None
+    rows: int  # the planner's estimate (pg_class.reltuples); -1 before the table was first analysed
+
+
+def history_horizon(now: datetime, retention_days: int) -> datetime | None:
+    """The start of the month that holds `now - retention_days` (UTC): history before it is
+    dropped, a month at a time. None when `retention_days` is 0 (history kept for ever)."""
+    if retention_days <= 0:
+        return None
+    moment = (now - timedelta(days=retention_days)).astimezone(UTC)
+    return datetime(moment.year, moment.month, 1, tzinfo=UTC)

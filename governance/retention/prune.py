@@ -12,7 +12,8 @@ one chunk per transaction. In that transaction, before the history goes, each re
 content-free `PrunedRecord` (governance.retention.pruned_trace), so that as-of reads can report it as pruned;
 the job deletes those traces after PRUNED_RECORD_TRACE_RETENTION_DAYS. A forgotten subject keeps
 its content-free `ForgetTombstone`, so a restored backup can be recognised and forgotten again. Old
-JobRun rows and idempotency keys are trimmed here too.
+JobRun rows and idempotency keys are trimmed here too, and the history of surviving records past
+HISTORY_RETENTION_DAYS goes a month at a time (governance.retention.history).
 """
 
 import uuid
@@ -26,6 +27,7 @@ from django.db.models import Max, Q
 
 from governance.forget.models import ForgetRequest
 from governance.jobs.models import JobRun
+from governance.retention.history import trim_history
 from governance.retention.pruned_trace import RECORD_FIELDS, trace_expired, trace_pruned
 from memory.engine import current
 from memory.models import PURGEABLE_STATUSES, Event, EventLog, IdempotencyKey, MemoryKind, MemoryRecord
@@ -60,6 +62,7 @@ def prune(*, now: datetime, batch_size: int) -> dict[str, int]:
     counts["idempotency_keys_deleted"] = _trim_idempotency_keys(now=now, batch_size=batch_size)
     counts["traces_deleted"] = _delete_in_chunks(trace_expired(now=now), batch_size=batch_size)
     counts["events_deleted"] = _trim_events(now=now, batch_size=batch_size)
+    counts.update(trim_history(now=now, batch_size=batch_size))
     return dict(counts)
 
 
