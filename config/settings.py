@@ -392,10 +392,11 @@ JOB_RUN_RETENTION_DAYS = env_int("JOB_RUN_RETENTION_DAYS", 30)  # the prune job 
 # The prune job keeps a content-free trace of each record it deletes (as-of reads report it as pruned)
 # for this long, then deletes the trace too.
 PRUNED_RECORD_TRACE_RETENTION_DAYS = env_int("PRUNED_RECORD_TRACE_RETENTION_DAYS", 400)
-# The prune job drops the records' history older than this, a calendar month at a time (a dropped
-# PostgreSQL partition; SQLite deletes the rows), keeping each surviving record's state row; 0 keeps
-# history for as long as its record. HISTORY_PARTITIONS_AHEAD: months of partitions made ahead.
-HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 400)
+# 0 (the default) keeps the records' history for as long as its record (a memory's full history);
+# N > 0: the prune job drops history older than N days, a calendar month at a time (a dropped
+# PostgreSQL partition; SQLite deletes the rows), keeping each surviving record's state row.
+# HISTORY_PARTITIONS_AHEAD: months of partitions made ahead.
+HISTORY_RETENTION_DAYS = env_int("HISTORY_RETENTION_DAYS", 0)
 HISTORY_PARTITIONS_AHEAD = env_int("HISTORY_PARTITIONS_AHEAD", 2)
 # Events out (governance.events): the feed keeps events this long (an older cursor is a 410); webhooks.
 EVENTS_RETENTION_DAYS = env_int("EVENTS_RETENTION_DAYS", 7)

@@ -21,7 +21,10 @@ from memory.history import history_horizon
 def trim_history(*, now: datetime, batch_size: int) -> dict[str, int]:
     history = current().history
     counts = {
-        "history_partitions_made": len(history.ensure_history_partitions(now=now, months_ahead=settings.HISTORY_PARTITIONS_AHEAD))
+        "history_partitions_made": len(
+            history.ensure_history_partitions(now=now, months_ahead=settings.HISTORY_PARTITIONS_AHEAD)
+        ),
+        "history_partitions_dropped": 0,
     }
     horizon = history_horizon(now, settings.HISTORY_RETENTION_DAYS)
     if horizon is not None:

@@ -269,8 +269,12 @@ def test_the_command_lists_the_months_and_the_horizon(settings):
 
     out = io.StringIO()
     call_command("history_partitions", "--json", stdout=out)
+    assert json.loads(out.getvalue())["horizon"] is None  # the default keeps history as long as its record
+    settings.HISTORY_RETENTION_DAYS = 400
+    out = io.StringIO()
+    call_command("history_partitions", "--json", stdout=out)
     summary = json.loads(out.getvalue())
-    assert summary["horizon"] == history_horizon(datetime.now(UTC), settings.HISTORY_RETENTION_DAYS).isoformat()
+    assert summary["horizon"] == history_horizon(datetime.now(UTC), 400).isoformat()
     months = [row["month"] for row in summary["partitions"]]
     if connection.vendor == PG:
         assert f"{datetime.now(UTC):%Y-%m}" in months and months[-1] == "default"
