@@ -65,10 +65,10 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol
 
-from django.db.models import Case, F, Max, Q, QuerySet, Value, When, Window
-from django.db.models.expressions import RowRange
-from django.db.models.functions import Coalesce, Length, RowNumber
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Length
 
+from memory.engine import current
 from memory.models import MemoryRecord
 from memory.search.fusion import ALPHA, WEIGHT, Fusion
 from memory.search.periods import Period
@@ -166,43 +166,20 @@ class ScopedRecords:
         if not ids:
             return []
         ids = list(ids)
-        order = [
-            Coalesce("observed_at", "created_at").asc(),
-            F("created_at").asc(),
-            Length("turn_id").asc(),
-            F("turn_id").asc(),
-            F("id").asc(),
-        ]
-        partition = [F("subject"), F("session_id")]
         # Two reads. First each candidate's sequence (subject and session) by its id alone (the
-        # second read applies the scope), then the scope's records of those sequences, one arm of
-        # the filter per subject naming its sessions, so the database reads them through the
-        # sequence index (memory_sequence_idx: one descent per sequence) rather than through a
-        # subject's or the whole scope's records. The window marks each row within `window` places
-        # of a candidate, and only those rows come back. Candidates outside a sequence come back
-        # too (their facts, in the same read): each is alone in its window, the partition of the
-        # subject's records without a session being only the candidates among them.
+        # second read applies the scope), then the scope's records of those sequences, which the
+        # engine reads one sequence at a time (PostgreSQL through the sequence index,
+        # memory_sequence_idx: one descent per sequence) rather than through a subject's or the
+        # whole scope's records (`memory.engine.<vendor>.ranking.sequence_window`). The window
+        # marks each row within `window` places of a candidate, and only those rows come back.
+        # Candidates outside a sequence come back too (their facts, in the same read): each is
+        # alone in its window, the partition of the subject's records without a session being only
+        # the candidates among them.
         placed = list(self.owned.filter(pk__in=ids).values_list("pk", "subject", "session_id"))
-        sessions: dict[str, set[str]] = defaultdict(set)
-        for _, subject, session in placed:
-            if session:
-                sessions[subject].add(session)
-        where = Q(pk__in=[pk for pk, _, session in placed if not session])
-        for subject, named in sorted(sessions.items()):
-            where |= Q(subject=subject, session_id__in=sorted(named))
-        rows = (
-            self.records.filter(where)
-            .annotate(
-                near=Window(
-                    Max(Case(When(pk__in=ids, then=Value(1)), default=Value(0))),
-                    partition_by=partition,
-                    order_by=order,
-                    frame=RowRange(start=-window, end=window),
-                ),
-                place=Window(RowNumber(), partition_by=partition, order_by=order),
-            )
-            .filter(near=1)
-            .values_list(*FIELDS, "kind__name", "content_length", "place")
+        sequences = sorted({(subject, session) for _, subject, session in placed if session})
+        lone = [pk for pk, _, session in placed if not session]
+        rows = current().ranking.sequence_window(
+            self.records, [*FIELDS, "kind__name", "content_length"], ids=ids, sequences=sequences, lone=lone, window=window
         )
         return [_facts(row, int(row[-1]) if row[2] else 0) for row in rows]
 

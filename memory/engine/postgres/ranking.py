@@ -43,6 +43,7 @@ from django.db import connection
 
 from memory.engine._ranking import ORDER_SQL, authority_sql, confidence_sql, fetch, ranked, recipe_params, tf_part_sql
 from memory.engine.postgres import search
+from memory.engine.postgres._sequences import sequence_window as sequence_window
 from memory.engine.postgres._walk import KEYSET, GiveUp, Position, PriorsWalk
 from memory.scope import Scope
 from memory.search.models import SearchIndex
