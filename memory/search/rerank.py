@@ -404,13 +404,16 @@ def rerank(
     now: datetime,
     fusion: Fusion | None = None,
     floor: float = 0.0,
+    scan: int | None = None,
     observe: Callable[[Ranked, dict[str, float]], None] | None = None,
 ) -> Iterator[Ranked]:
     """The first stage's `rows` re-ranked (the first `settings.depth`, or the fused pool, and their neighbours), each
     with `neighbour`, `time` and `relevance`; then the first stage's later rows as they come, judged
     on their own features, up to the first whose relevance is under `floor` (they are weaker than
-    every re-ranked row, and the rows after it weaker still). `observe` (the tuning script's) is
-    given each re-ranked row with its relevance features."""
+    every re-ranked row, and the rows after it weaker still). `scan`: the most rows the consumer
+    examines (None: unknown); when it examines no more than the head and nothing the reads could
+    add or change can pass the floor (`_all_under_floor`), the records are not read. `observe`
+    (the tuning script's) is given each re-ranked row with its relevance features."""
     head = list(islice(rows, settings.depth))
     if fusion is not None and fusion.size > len(head):  # the whole fused pool: the first stage read it anyway
         head += islice(rows, fusion.size - len(head))
@@ -420,7 +423,10 @@ def rerank(
     facts: dict[uuid.UUID, Facts] = {}
     links: dict[uuid.UUID, list[tuple[uuid.UUID, int]]] = {}
     window = settings.neighbour_window if settings.neighbour_weight > 0 or nb_coefficient else 0
-    if head and (window > 0 or settings.brevity_weight > 0 or query.periods):
+    read = bool(head) and (window > 0 or settings.brevity_weight > 0 or bool(query.periods))
+    if read and observe is None and fusion is None and scan is not None and len(head) >= scan:
+        read = not _all_under_floor(head, query, coefficients, floor)
+    if read:
         placed = records.around(list(pool), window)  # the candidates' facts come with their neighbours
         links = _neighbours(placed, window)
         outside = [found.record_id for found in placed if found.record_id not in pool]
@@ -464,6 +470,20 @@ def rerank(
         yield replace(row, relevance=relevance)
         if relevance < floor:
             return
+
+
+def _all_under_floor(head: list[Ranked], query: Query, coefficients: Mapping[str, float], floor: float) -> bool:
+    """Whether every row the stage could return from `head` (lexical mode) is under `floor`
+    whatever the records say: the query is judged and names no period (closeness would add to
+    coverage), neighbours add nothing to relevance, and neither a head row nor a neighbour outside
+    it (no lexical share: the bias alone) reaches the floor. Scores may change with the reads;
+    which rows are under the floor cannot, and a consumer that examines no more than the head
+    (`rerank`'s `scan`) skips and counts the same rows either way."""
+    if floor <= 0 or not query.judged or query.periods or coefficients.get("neighbour", 0.0):
+        return False
+    if _logistic(coefficients.get("bias", 0.0)) >= floor:
+        return False
+    return all(_logistic(own_logit(row, query, coefficients)) < floor for row in head)
 
 
 def _outside_row(found: Facts, *, now: datetime, fusion: Fusion | None) -> Ranked:
