@@ -47,7 +47,8 @@ has read and scored it already), and:
    relevance over its distance). Not brevity: it orders turns that match alike, but a short turn
    can be the answer ("Yes, last May."), and a floor must not drop it for its length. A query
    without terms or periods judges nothing: every row is 1. Recall leaves out rows under its floor
-   (`min_relevance`) and counts them.
+   (`min_relevance`) and counts them; when no row the stage could return can reach the floor
+   whatever the records say (`_all_under_floor`), the records are not read.
 
 `score_parts` gain `neighbour`, `time` and `brevity` where they add something; `score` stays their
 sum. The rows come out in score order (ties: match, the most recently confirmed, the id), the first
