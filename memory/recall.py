@@ -293,7 +293,10 @@ def second_stage(
     mode = "lexical" if fused is None else "hybrid"
     floor = settings.min_relevance[mode] if q.min_relevance is None else q.min_relevance
     query = Query(idfs=idfs, periods=periods, mode=mode)
-    return rerank(rows, settings=settings, query=query, records=records, now=scope.now, fusion=fused, floor=floor), floor
+    scan = SCAN_DEPTH * q.limit  # the most rows fill_budget examines
+    return rerank(
+        rows, settings=settings, query=query, records=records, now=scope.now, fusion=fused, floor=floor, scan=scan
+    ), floor
 
 
 def fill_budget(

@@ -47,7 +47,8 @@ has read and scored it already), and:
    relevance over its distance). Not brevity: it orders turns that match alike, but a short turn
    can be the answer ("Yes, last May."), and a floor must not drop it for its length. A query
    without terms or periods judges nothing: every row is 1. Recall leaves out rows under its floor
-   (`min_relevance`) and counts them.
+   (`min_relevance`) and counts them; when no row the stage could return can reach the floor
+   whatever the records say (`_all_under_floor`), the records are not read.
 
 `score_parts` gain `neighbour`, `time` and `brevity` where they add something; `score` stays their
 sum. The rows come out in score order (ties: match, the most recently confirmed, the id), the first
@@ -65,10 +66,10 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any, Protocol
 
-from django.db.models import Case, F, Max, Q, QuerySet, Value, When, Window
-from django.db.models.expressions import RowRange
-from django.db.models.functions import Coalesce, Length, RowNumber
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Length
 
+from memory.engine import current
 from memory.models import MemoryRecord
 from memory.search.fusion import ALPHA, WEIGHT, Fusion
 from memory.search.periods import Period
@@ -166,43 +167,20 @@ class ScopedRecords:
         if not ids:
             return []
         ids = list(ids)
-        order = [
-            Coalesce("observed_at", "created_at").asc(),
-            F("created_at").asc(),
-            Length("turn_id").asc(),
-            F("turn_id").asc(),
-            F("id").asc(),
-        ]
-        partition = [F("subject"), F("session_id")]
         # Two reads. First each candidate's sequence (subject and session) by its id alone (the
-        # second read applies the scope), then the scope's records of those sequences, one arm of
-        # the filter per subject naming its sessions, so the database reads them through the
-        # sequence index (memory_sequence_idx: one descent per sequence) rather than through a
-        # subject's or the whole scope's records. The window marks each row within `window` places
-        # of a candidate, and only those rows come back. Candidates outside a sequence come back
-        # too (their facts, in the same read): each is alone in its window, the partition of the
-        # subject's records without a session being only the candidates among them.
+        # second read applies the scope), then the scope's records of those sequences, which the
+        # engine reads one sequence at a time (PostgreSQL through the sequence index,
+        # memory_sequence_idx: one descent per sequence) rather than through a subject's or the
+        # whole scope's records (`memory.engine.<vendor>.ranking.sequence_window`). The window
+        # marks each row within `window` places of a candidate, and only those rows come back.
+        # Candidates outside a sequence come back too (their facts, in the same read): each is
+        # alone in its window, the partition of the subject's records without a session being only
+        # the candidates among them.
         placed = list(self.owned.filter(pk__in=ids).values_list("pk", "subject", "session_id"))
-        sessions: dict[str, set[str]] = defaultdict(set)
-        for _, subject, session in placed:
-            if session:
-                sessions[subject].add(session)
-        where = Q(pk__in=[pk for pk, _, session in placed if not session])
-        for subject, named in sorted(sessions.items()):
-            where |= Q(subject=subject, session_id__in=sorted(named))
-        rows = (
-            self.records.filter(where)
-            .annotate(
-                near=Window(
-                    Max(Case(When(pk__in=ids, then=Value(1)), default=Value(0))),
-                    partition_by=partition,
-                    order_by=order,
-                    frame=RowRange(start=-window, end=window),
-                ),
-                place=Window(RowNumber(), partition_by=partition, order_by=order),
-            )
-            .filter(near=1)
-            .values_list(*FIELDS, "kind__name", "content_length", "place")
+        sequences = sorted({(subject, session) for _, subject, session in placed if session})
+        lone = [pk for pk, _, session in placed if not session]
+        rows = current().ranking.sequence_window(
+            self.records, [*FIELDS, "kind__name", "content_length"], ids=ids, sequences=sequences, lone=lone, window=window
         )
         return [_facts(row, int(row[-1]) if row[2] else 0) for row in rows]
 
@@ -427,13 +405,16 @@ def rerank(
     now: datetime,
     fusion: Fusion | None = None,
     floor: float = 0.0,
+    scan: int | None = None,
     observe: Callable[[Ranked, dict[str, float]], None] | None = None,
 ) -> Iterator[Ranked]:
     """The first stage's `rows` re-ranked (the first `settings.depth`, or the fused pool, and their neighbours), each
     with `neighbour`, `time` and `relevance`; then the first stage's later rows as they come, judged
     on their own features, up to the first whose relevance is under `floor` (they are weaker than
-    every re-ranked row, and the rows after it weaker still). `observe` (the tuning script's) is
-    given each re-ranked row with its relevance features."""
+    every re-ranked row, and the rows after it weaker still). `scan`: the most rows the consumer
+    examines (None: unknown); when it examines no more than the head and nothing the reads could
+    add or change can pass the floor (`_all_under_floor`), the records are not read. `observe`
+    (the tuning script's) is given each re-ranked row with its relevance features."""
     head = list(islice(rows, settings.depth))
     if fusion is not None and fusion.size > len(head):  # the whole fused pool: the first stage read it anyway
         head += islice(rows, fusion.size - len(head))
@@ -443,7 +424,10 @@ def rerank(
     facts: dict[uuid.UUID, Facts] = {}
     links: dict[uuid.UUID, list[tuple[uuid.UUID, int]]] = {}
     window = settings.neighbour_window if settings.neighbour_weight > 0 or nb_coefficient else 0
-    if head and (window > 0 or settings.brevity_weight > 0 or query.periods):
+    read = bool(head) and (window > 0 or settings.brevity_weight > 0 or bool(query.periods))
+    if read and observe is None and fusion is None and scan is not None and len(head) >= scan:
+        read = not _all_under_floor(head, query, coefficients, floor)
+    if read:
         placed = records.around(list(pool), window)  # the candidates' facts come with their neighbours
         links = _neighbours(placed, window)
         outside = [found.record_id for found in placed if found.record_id not in pool]
@@ -487,6 +471,20 @@ def rerank(
         yield replace(row, relevance=relevance)
         if relevance < floor:
             return
+
+
+def _all_under_floor(head: list[Ranked], query: Query, coefficients: Mapping[str, float], floor: float) -> bool:
+    """Whether every row the stage could return from `head` (lexical mode) is under `floor`
+    whatever the records say: the query is judged and names no period (closeness would add to
+    coverage), neighbours add nothing to relevance, and neither a head row nor a neighbour outside
+    it (no lexical share: the bias alone) reaches the floor. Scores may change with the reads;
+    which rows are under the floor cannot, and a consumer that examines no more than the head
+    (`rerank`'s `scan`) skips and counts the same rows either way."""
+    if floor <= 0 or not query.judged or query.periods or coefficients.get("neighbour", 0.0):
+        return False
+    if _logistic(coefficients.get("bias", 0.0)) >= floor:
+        return False
+    return all(_logistic(own_logit(row, query, coefficients)) < floor for row in head)
 
 
 def _outside_row(found: Facts, *, now: datetime, fusion: Fusion | None) -> Ranked:

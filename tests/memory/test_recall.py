@@ -372,14 +372,16 @@ STRATEGIES = {
     "within a subject: matches scored with their df counted, the rest walked": {"SMALL_SCOPE": 0},
     "within a subject: df counted through the GIN index first": {"NARROW_COUNTED": 0},
     "within a subject: df by GIN counts, per combination of terms": {"NARROW_COUNTED": 0, "SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
-    "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SEVERAL_WHOLE": 0},
-    "records holding two rarer terms found in one statement": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
-    "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0},
+    "records holding any rarer term scored in one statement": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0},
+    "records holding any rarer term, some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
+    "per combination of terms": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SEVERAL_WHOLE": 0, "ANY_WHOLE": -1},
+    "records holding two rarer terms found in one statement": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "ANY_WHOLE": -1},
+    "per term (MaxScore)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "SUBSET_TERMS": 0, "ANY_WHOLE": -1},
     "every term common (walk by priors)": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.0},
-    "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3},
-    "one-term sets walked, given up after a page": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 0.0},
-    "one-term sets walked as long as it helps": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 1e9},
-    "per term, some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0},
+    "some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "ANY_WHOLE": -1},
+    "one-term sets walked, given up after a page": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 0.0, "ANY_WHOLE": -1},
+    "one-term sets walked as long as it helps": {"SMALL_SCOPE": 0, "COMMON_SHARE": 2.0, "WALK_SHARE": 1e9, "ANY_WHOLE": -1},
+    "per term, some terms common": {"SMALL_SCOPE": 0, "COMMON_SHARE": 0.3, "SUBSET_TERMS": 0, "ANY_WHOLE": -1},
 }
 
 

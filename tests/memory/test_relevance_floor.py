@@ -91,3 +91,24 @@ def test_relevance_is_the_same_whichever_way_the_database_counts_the_words(crede
     in_subject = _ask(credential, "billing contact plan", min_relevance=0, subject="customer/acme")
     assert [(i.record.pk, i.relevance) for i in in_subject.items] == [(i.record.pk, i.relevance) for i in everywhere.items]
     assert everywhere.items[0].relevance > 0.01
+
+
+def test_a_recall_nothing_answers_reads_no_records_around_its_candidates(credential, write, monkeypatch):
+    # Every candidate and any neighbour of one is under the floor whatever the records say, and the
+    # floor's scan stays within the candidates: the second stage's reads could change no answer.
+    from memory.search import rerank
+
+    for n in range(12):
+        write(content=f"Routine note {n} about the weather.", provenance={"session_id": "s-1", "turn_id": f"t{n}"})
+    reads: list[int] = []
+    around = rerank.ScopedRecords.around
+    monkeypatch.setattr(
+        rerank.ScopedRecords, "around", lambda self, ids, window: reads.append(len(ids)) or around(self, ids, window)
+    )
+    result = _ask(credential, "which flavour of gelato do they pick", limit=2)
+    assert result.items == [] and result.below_floor == 10 and reads == []  # SCAN_DEPTH x limit rows judged
+    monkeypatch.setattr(rerank, "_all_under_floor", lambda *args: False)
+    read = _ask(credential, "which flavour of gelato do they pick", limit=2)
+    assert (read.items, read.below_floor) == (result.items, result.below_floor) and reads == [12]
+    everything = _ask(credential, "which flavour of gelato do they pick", limit=2, min_relevance=0)
+    assert len(everything.items) == 2 and reads == [12, 12]  # no floor: the neighbours and brevity rank them

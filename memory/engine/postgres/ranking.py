@@ -12,6 +12,8 @@ of them could still come first. Otherwise (a purpose, or a larger narrowed scope
 counts) the scope is cut into disjoint sources, each with the most any of its records can score,
 and a source is read only when the best row in hand no longer beats its bound (threshold
 algorithm; `_SourcePlan` chooses them):
+- when few records hold any of the rarer query terms (ANY_WHOLE, the sum of their df): those
+  records, scored in one statement, and the records holding none of them, walked;
 - the records holding two or more of the rarer query terms: one source per combination of them,
   or one statement for all when few such records are expected (terms independent);
 - the records holding at most one of them: one walk, newest-confirmed first, each row scored on
@@ -41,6 +43,7 @@ from django.db import connection
 
 from memory.engine._ranking import ORDER_SQL, authority_sql, confidence_sql, fetch, ranked, recipe_params, tf_part_sql
 from memory.engine.postgres import search
+from memory.engine.postgres._sequences import sequence_window as sequence_window
 from memory.engine.postgres._walk import KEYSET, GiveUp, Position, PriorsWalk
 from memory.scope import Scope
 from memory.search.models import SearchIndex
@@ -65,6 +68,7 @@ SMALL_SCOPE = 500  # a scope this small is scored whole, in one statement
 SUBSET_TERMS = 6  # up to this many rarer terms, one source per combination of them (else per term)
 WALK_SHARE = 0.25  # the walk of the one-term sets reads at most this share of their records
 SEVERAL_WHOLE = 5000  # records expected (terms independent) to hold two rarer terms, at most, to find them in one statement
+ANY_WHOLE = 5000  # records holding any rarer term, at most (the sum of their df), to score them all in one statement
 NARROW_COUNTED = 20_000  # a subject or kinds scope this small counts df where it scores
 PAGE = 500  # rows the priors-only walk reads at a time
 PAGE_BEST = 50  # rows of a page loaded at first: its best (the rest when the walk needs them)
@@ -203,6 +207,8 @@ class _SourcePlan:
     """The sources of a scope whose df are all known, chosen by the terms' frequencies:
 
     - A scope of at most SMALL_SCOPE records: one source, scored in one statement.
+    - When at most ANY_WHOLE records hold any of the rarer terms (the sum of their df): those
+      records, scored in one statement, and the records holding none of them, walked.
     - The records holding two or more of the rarer terms (at most SUBSET_TERMS of them): one
       source per combination, the records holding exactly those (of the rarer terms), bound by
       what those terms and the common ones can add, plus the priors; a combination whose bound
@@ -243,6 +249,8 @@ class _SourcePlan:
     def sources(self) -> list[Source]:
         if self.stats.records <= SMALL_SCOPE:  # one statement scores them all: cheaper than any choosing
             return [Source(math.inf, self._step((), ()))]
+        if self.rare and sum(self.dfs[: self.rare]) <= ANY_WHOLE:  # few matches: score them all at once
+            return [self._any(), self._none_walk()]
         if self.rare > SUBSET_TERMS:
             return [*self._per_term(), self._none_walk()]
         several = self._several()
@@ -261,6 +269,12 @@ class _SourcePlan:
 
     def _subset(self, include: Sequence[int], exclude: Sequence[int], lexical_bound: float, **options: Any) -> Source:
         return Source(lexical_bound + self.stats.prior_bound, self._step(include, exclude, **options))
+
+    def _any(self) -> Source:
+        """The records holding any of the rarer terms, in one statement: when they are few, one pass
+        over their postings costs less than choosing among them (a walk, then each term's records)."""
+        query = _any(self.words[: self.rare])
+        return Source(sum(self.bounds) + self.stats.prior_bound, self._step((), (), query=query))
 
     def _per_term(self) -> list[Source]:
         """One source per rarer term, rarest first: its records holding none of the rarer ones."""

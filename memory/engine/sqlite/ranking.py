@@ -26,6 +26,7 @@ from django.db import connection
 from memory.engine._ranking import ORDER_SQL, authority_sql, confidence_sql, fetch, ranked, recipe_params, tf_part_sql
 from memory.engine.sqlite import search
 from memory.engine.sqlite._fts5 import fts5_scratch, fts5_tokens, fts_phrase
+from memory.engine.sqlite._sequences import sequence_window as sequence_window
 from memory.scope import Scope
 from memory.search.models import SearchIndex
 from memory.search.ranking import RECENCY_HALF_LIFE_DAYS, Ranked, Source, Statistics, Term, idf, paged, prior_bound
