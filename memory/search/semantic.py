@@ -167,11 +167,23 @@ def embed(texts: list[str]):
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
     encoder = _load()
+    if not _model.ran:
+        _set_threads()
     _model.ran = True
     found = encoder.encode(
         list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
     return np.ascontiguousarray(found, dtype=np.float32)
+
+
+def _set_threads() -> None:
+    """Run the model on SEMANTIC_MODEL_THREADS threads in this process, set before its first run
+    (in the process that runs it, never in a parent that forks the serving processes). torch
+    spreads one short query over every core by default, and on a machine whose cores are shared by
+    several workers, each waits for the others' threads to yield."""
+    import torch
+
+    torch.set_num_threads(settings.SEMANTIC_MODEL_THREADS)
 
 
 @functools.lru_cache(maxsize=1024)
