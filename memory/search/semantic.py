@@ -42,6 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -67,6 +68,7 @@ SEMANTIC_KEYS = ("model", "version", "dims", "normalisation", "ann")
 EMBED_BATCH = 64  # texts per forward pass
 BUILD_CHUNK = 512  # rows a build embeds and commits at a time
 SWEEP = 256  # other pending rows each embedding task fills besides the ones it was given
+QUERY_THREADS = 4  # queries a process embeds at once beside its requests (one each, as a rule)
 
 Encoder = Callable[[list[str]], Any]  # texts -> float32 array (n, DIMS) of unit vectors
 
@@ -196,6 +198,22 @@ def query_vector(text: str):
     import numpy as np
 
     return np.frombuffer(_query_vector(text), dtype=np.float32)
+
+
+QueryVector = Callable[[], Any]  # waits for a query's embedding, and returns it
+
+
+def query_vector_soon(text: str) -> QueryVector:
+    """Start embedding `text` on a thread of this process's own and return a function that waits
+    for the embedding: recall reads its lexical ranking meanwhile, so a hybrid recall waits for the
+    longer of the two, not for both. The thread only runs the model (no database connection); the
+    pool starts on first use, so never in a parent that forks the serving processes."""
+    return _query_pool().submit(query_vector, text).result
+
+
+@functools.lru_cache(maxsize=1)
+def _query_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="semantic-query")
 
 
 def model_loaded() -> bool:
@@ -385,24 +403,27 @@ def _scored(rows: list[tuple], query_vector: Any, dims: int) -> Any:
     return matrix @ query_vector
 
 
-def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
+def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int, vector: QueryVector | None = None) -> Similarity:
     """The `depth` records of the scope most similar to `query`. The scope is the lexical ranking's,
     rendered over the vector table's copy of the columns (`Scope.sql`). Where the tenant has an
     approximate partition (`memory.search.ann`) and the scope is wider than one subject, the
     graph proposes candidates, the table checks them against the hard filters and gives their
     vectors, and the rows embedded since the partition's snapshot are added; otherwise (or when
-    the scope turns out to be a small share of the tenant) every vector of the scope is scored."""
+    the scope turns out to be a small share of the tenant) every vector of the scope is scored.
+    `vector`: the query's embedding, started earlier (`query_vector_soon`); None embeds it here."""
     if not query.strip():
         return Similarity(top=[])
     partition = None if scope.subject is not None else ann.partition(index.storage_name, index.recipe, scope.tenant_id)
     if partition is not None:
-        found = _approximate(index, scope, query, depth=depth, partition=partition)
+        found = _approximate(index, scope, query, depth=depth, partition=partition, vector=vector)
         if found is not None:
             return found
-    return _exact(index, scope, query, depth=depth)
+    return _exact(index, scope, query, depth=depth, vector=vector)
 
 
-def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition) -> Similarity | None:
+def _approximate(
+    index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition, vector: QueryVector | None = None
+) -> Similarity | None:
     """Candidates from the graph, checked and scored from the table, and the fresh rows; None
     when the scope holds too few of the graph's candidates (scan it exactly instead)."""
     import numpy as np
@@ -410,10 +431,10 @@ def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, pa
     name, dims = index.storage_name, index.recipe.get("dims", DIMS)
     where, params = scope.sql()
     wanted = depth * int(index.recipe["ann"]["oversample"])
-    vector = query_vector(query)
+    embedding = vector() if vector is not None else query_vector(query)
     while True:
         try:
-            proposed = partition.search(vector, wanted)
+            proposed = partition.search(embedding, wanted)
         except RuntimeError as exc:  # faiss's own errors: the files are a cache, scan exactly
             logger.warning("semantic ann search failed: scanned exactly", extra={"error": type(exc).__name__})
             return None
@@ -426,24 +447,25 @@ def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, pa
     rows = list({row[0]: row for row in (*rows, *vectors.read_fresh(name, partition.snapshot, where, params))}.values())
     if not rows:
         return Similarity(top=[])
-    cosines = _scored(rows, vector, dims)
+    cosines = _scored(rows, embedding, dims)
     key = current().ranking.record_key
 
     def fetch(record_ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
         found = vectors.read_candidates(name, record_ids, where, params)
-        scored = _scored(found, vector, dims) if found else np.zeros(0)
+        scored = _scored(found, embedding, dims) if found else np.zeros(0)
         return {uuid.UUID(str(row[0])): float(cosine) for row, cosine in zip(found, scored, strict=True)}
 
     return _ranked(index, rows, cosines, depth=depth, database_key=key, fetch=fetch)
 
 
-def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
+def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int, vector: QueryVector | None = None) -> Similarity:
     """Every vector of the scope scored (only the ids and vectors are read for all of them)."""
     where, params = scope.sql()
     rows = vectors.read_scope(index.storage_name, where, params)
     if not rows:
         return Similarity(top=[])
-    cosines = _scored(rows, query_vector(query), index.recipe.get("dims", DIMS))
+    embedding = vector() if vector is not None else query_vector(query)
+    cosines = _scored(rows, embedding, index.recipe.get("dims", DIMS))
     return _ranked(index, rows, cosines, depth=depth, database_key=current().ranking.record_key)
 
 
