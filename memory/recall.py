@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, islice
+from itertools import islice
 from typing import Any
 
 from django.db import DatabaseError, connection
@@ -253,11 +253,7 @@ def _fill(
     result = RecallResult(index=index.name, terms=ranking.terms)
     fused = None
     if semantic_index is not None:
-        # The model embeds the query on its own thread while the lexical ranking's head is read.
-        vector = semantic.query_vector_soon(q.query) if q.query.strip() else None
-        head = list(islice(rows, fusion.DEPTH))
-        rows = chain(head, rows)
-        similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH, vector=vector)
+        similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH)
         if similarity.top:
             fused = fusion.Fusion(rows, similarity, now=scope.now)
             rows = iter(fused)

@@ -31,8 +31,6 @@ says why (`unavailable_reason`).
   checks them against the hard filters (by primary key, with their priors' fields), and the rows
   embedded since the partition's snapshot are read in the same statement and scored from the
   table's vectors: the filters stay exact, only the candidates are approximate.
-- Hybrid recall embeds the query on a thread of its own while it reads the lexical ranking
-  (`query_vector_soon`), so it waits for the longer of the two.
 """
 
 import functools
@@ -45,7 +43,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -71,7 +68,6 @@ SEMANTIC_KEYS = ("model", "version", "dims", "normalisation", "ann")
 EMBED_BATCH = 64  # texts per forward pass
 BUILD_CHUNK = 512  # rows a build embeds and commits at a time
 SWEEP = 256  # other pending rows each embedding task fills besides the ones it was given
-QUERY_THREADS = 4  # queries a process embeds at once beside its requests (one each, as a rule)
 
 Encoder = Callable[[list[str]], Any]  # texts -> float32 array (n, DIMS) of unit vectors
 
@@ -201,22 +197,6 @@ def query_vector(text: str):
     import numpy as np
 
     return np.frombuffer(_query_vector(text), dtype=np.float32)
-
-
-QueryVector = Callable[[], Any]  # waits for a query's embedding, and returns it
-
-
-def query_vector_soon(text: str) -> QueryVector:
-    """Start embedding `text` on a thread of this process's own and return a function that waits
-    for the embedding: recall reads its lexical ranking meanwhile, so a hybrid recall waits for the
-    longer of the two, not for both. The thread only runs the model (no database connection); the
-    pool starts on first use, so never in a parent that forks the serving processes."""
-    return _query_pool().submit(query_vector, text).result
-
-
-@functools.lru_cache(maxsize=1)
-def _query_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="semantic-query")
 
 
 def model_loaded() -> bool:
@@ -406,27 +386,24 @@ def _scored(rows: list[tuple], query_vector: Any, dims: int) -> Any:
     return matrix @ query_vector
 
 
-def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int, vector: QueryVector | None = None) -> Similarity:
+def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
     """The `depth` records of the scope most similar to `query`. The scope is the lexical ranking's,
     rendered over the vector table's copy of the columns (`Scope.sql`). Where the tenant has an
     approximate partition (`memory.search.ann`) and the scope is wider than one subject, the
     partition proposes candidates with their cosines, the table checks them against the hard
     filters, and the rows embedded since the partition's snapshot are added; otherwise (or when
-    the scope turns out to be a small share of the tenant) every vector of the scope is scored.
-    `vector`: the query's embedding, started earlier (`query_vector_soon`); None embeds it here."""
+    the scope turns out to be a small share of the tenant) every vector of the scope is scored."""
     if not query.strip():
         return Similarity(top=[])
     partition = None if scope.subject is not None else ann.partition(index.storage_name, index.recipe, scope.tenant_id)
     if partition is not None:
-        found = _approximate(index, scope, query, depth=depth, partition=partition, vector=vector)
+        found = _approximate(index, scope, query, depth=depth, partition=partition)
         if found is not None:
             return found
-    return _exact(index, scope, query, depth=depth, vector=vector)
+    return _exact(index, scope, query, depth=depth)
 
 
-def _approximate(
-    index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition, vector: QueryVector | None = None
-) -> Similarity | None:
+def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition) -> Similarity | None:
     """Candidates from the graph, scored there and checked against the table, and the fresh rows,
     scored from the table (one statement for both); None when the scope holds too few of the
     graph's candidates (scan it exactly instead)."""
@@ -435,7 +412,7 @@ def _approximate(
     name, dims = index.storage_name, index.recipe.get("dims", DIMS)
     where, params = scope.sql()
     wanted = depth * int(index.recipe["ann"]["oversample"])
-    embedding = vector() if vector is not None else query_vector(query)
+    embedding = query_vector(query)
     while True:
         try:
             proposed = partition.search(embedding, wanted)
@@ -475,13 +452,13 @@ def _approximate(
     return _ranked(index, ordered, cosines, depth=depth, details=details, database_key=key, fetch=fetch)
 
 
-def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int, vector: QueryVector | None = None) -> Similarity:
+def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
     """Every vector of the scope scored (only the ids and vectors are read for all of them)."""
     where, params = scope.sql()
     rows = vectors.read_scope(index.storage_name, where, params)
     if not rows:
         return Similarity(top=[])
-    embedding = vector() if vector is not None else query_vector(query)
+    embedding = query_vector(query)
     cosines = _scored(rows, embedding, index.recipe.get("dims", DIMS))
     return _ranked(index, rows, cosines, depth=depth, database_key=current().ranking.record_key)
 

@@ -4,7 +4,6 @@ removed by forget. Runs with the `semantic` extra installed (bin/test installs i
 
 import functools
 import json
-import threading
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -24,7 +23,6 @@ from memory.search import (
     active_index,
     ann,
     gates,
-    ranking,
     register_promotion_gate,
     semantic,
     storage,
@@ -115,32 +113,6 @@ def test_a_question_sharing_no_words_with_the_memory_is_found_through_the_semant
     for item in hybrid.items:
         for prior in ("authority", "confidence", "recency"):
             assert item.score_parts[prior] == pytest.approx(lexical_parts[item.record.pk][prior], abs=1e-3)
-
-
-def test_hybrid_recall_embeds_the_query_while_the_lexical_ranking_is_read(credential, answer_and_others, monkeypatch):
-    """The query's embedding waits here until the lexical ranking has started reading: had recall
-    embedded first and ranked after (one after the other), it would wait in vain."""
-    answer, _others = answer_and_others
-    build_semantic()
-    lexical_started, embedded_on = threading.Event(), []
-    embed, rows = semantic.embed, ranking.Ranking.__iter__
-
-    def reading(self):
-        lexical_started.set()
-        return rows(self)
-
-    def embedding(texts):
-        embedded_on.append((threading.current_thread().name, lexical_started.wait(timeout=10)))
-        return embed(texts)
-
-    monkeypatch.setattr(ranking.Ranking, "__iter__", reading)
-    monkeypatch.setattr(semantic, "embed", embedding)
-    semantic._query_vector.cache_clear()
-    result = ask(credential, "in what way should we reach acme")
-    assert result.items[0].record.pk == answer.pk and result.semantic
-    assert len(embedded_on) == 1
-    thread, overlapped = embedded_on[0]
-    assert thread.startswith("semantic-query") and overlapped
 
 
 def test_a_word_match_still_leads_when_the_query_shares_it(credential, answer_and_others):
