@@ -6,6 +6,7 @@ rebuild the lexical index over all of them.
     .venv/bin/python -m bench.recall_latency                    # measure again on the existing data
     .venv/bin/python -m bench.recall_latency --fresh --scope 20000 --others 80000 --recalls 100   # quick
     .venv/bin/python -m bench.recall_latency --hybrid          # + the semantic index (the `semantic` extra)
+    .venv/bin/python -m bench.recall_latency --hybrid --keep-semantic   # measure again, the index as built
 
 Content is drawn from a synthetic vocabulary of 8,000 words with a Zipf-like (log-uniform rank)
 distribution, 8 to 40 words a record, so some query words are rare and some occur in a large share
@@ -22,8 +23,9 @@ The records are seeded with triggers off and the index is then rebuilt with `reb
 makes it active (through the promotion gates), and measures hybrid recall twice: with the
 approximate search (`memory.search.ann`: a graph per tenant of at least `min_partition` records)
 and, as its floor, with every vector of the scope scanned (SEMANTIC_ANN_SEARCH=false); then the
-approximate search's recall@10 against the exact scan, per query class. Hybrid recall embeds the
-query with the real model. The records' vectors are synthetic (`synthetic_vectors`: a fixed random
+approximate search's recall@10 against the exact scan and the semantic arm's own time in process
+(the query's embedding, the approximate and the exact search), per query class. Hybrid recall
+embeds the query with the real model. The records' vectors are synthetic (`synthetic_vectors`: a fixed random
 vector per word, summed, plus noise), since the model would need hours for a million records on
 this machine; the build time reported is therefore the storage's and the graphs', not the model's.
 """
@@ -193,51 +195,94 @@ def synthetic_vectors(texts: list[str]):
 
 
 def approximate_recall(dsn: str, plan: dict[str, list[str]], k: int = 10) -> dict:
-    """recall@k of the approximate search against the exact scan of the same scope, per query
-    class, purpose-wide: `memory.search.semantic.similar` both ways, with each query's vector made
-    as the records' were (`synthetic_vectors`)."""
+    """Per query class: recall@k of the approximate search against the exact scan of the same
+    scope, purpose-wide, at the depth hybrid recall asks for (`fusion.DEPTH`) and at k, with each
+    query's vector made as the records' were (`synthetic_vectors`); and the semantic arm's own time
+    in process (p50/p95 ms): the query's embedding by the real model, `semantic.similar`
+    purpose-wide (approximate and exact) and subject-scoped."""
+    from django.utils import timezone
+
     from memory.models import Agent
     from memory.scope import Scope
-    from memory.search import active_indexes, semantic
+    from memory.search import active_indexes, fusion, semantic
     from memory.search.models import IndexKind
 
     index = active_indexes()[IndexKind.SEMANTIC]
     agent = Agent.objects.select_related("tenant").get(tenant__slug="bench-recall", slug="agent-0")
-    from django.utils import timezone
 
-    scope = Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose="support", now=timezone.now())
+    def scope_for(subject: str | None = None) -> Scope:
+        return Scope(tenant_id=agent.tenant_id, agent_id=agent.pk, purpose="support", now=timezone.now(), subject=subject)
+
     partition = semantic.ann.partition(index.storage_name, index.recipe, agent.tenant_id)
     if partition is None:
         raise SystemExit("no approximate partition for the scope's tenant")
-    original = semantic.query_vector
-    semantic.query_vector = lambda text: synthetic_vectors([text])[0]
-    try:
-        report = {}
-        for label, texts in plan.items():
-            if label.startswith("stop words"):
-                continue
-            hits = timings = 0.0
-            for text in texts:
+    semantic.warm_up()
+
+    def ms(timings: list[float]) -> list[float]:
+        return [round(percentile(timings, 0.5) * 1000, 1), round(percentile(timings, 0.95) * 1000, 1)]
+
+    report = {}
+    for label, texts in plan.items():
+        embedding = []
+        for n, text in enumerate(texts):  # each text once (the embedding is cached per process)
+            started = time.perf_counter()
+            semantic.embed([f"{text} {n}"])
+            embedding.append(time.perf_counter() - started)
+        original = semantic.query_vector
+        semantic.query_vector = lambda text: synthetic_vectors([text])[0]
+        try:
+            hits = {10: 0.0, fusion.DEPTH: 0.0}
+            approximate_ms, exact_ms, subject_ms = [], [], []
+            for n, text in enumerate(texts):
+                scope = scope_for()
+                semantic.query_vector(text)  # (not timed: the synthetic vector stands for the model's)
                 started = time.perf_counter()
-                approximate = semantic._approximate(index, scope, text, depth=k, partition=partition)
-                timings += time.perf_counter() - started
-                exact = semantic._exact(index, scope, text, depth=k)
+                approximate = semantic._approximate(index, scope, text, depth=fusion.DEPTH, partition=partition)
+                approximate_ms.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                exact = semantic._exact(index, scope, text, depth=fusion.DEPTH)
+                exact_ms.append(time.perf_counter() - started)
                 assert approximate is not None
-                hits += len({h.record_id for h in approximate.top[:k]} & {h.record_id for h in exact.top[:k]}) / k
-            report[label] = {"recall_at_10": round(hits / len(texts), 4), "mean_ms": round(timings / len(texts) * 1000, 1)}
-        return report
-    finally:
-        semantic.query_vector = original
+                hits[fusion.DEPTH] += len({h.record_id for h in approximate.top[:k]} & {h.record_id for h in exact.top[:k]}) / k
+                shallow = semantic._approximate(index, scope, text, depth=k, partition=partition)
+                assert shallow is not None
+                hits[10] += len({h.record_id for h in shallow.top[:k]} & {h.record_id for h in exact.top[:k]}) / k
+                started = time.perf_counter()
+                semantic.similar(index, scope_for(f"subject/{n % SUBJECTS}"), text, depth=fusion.DEPTH)
+                subject_ms.append(time.perf_counter() - started)
+        finally:
+            semantic.query_vector = original
+        report[label] = {
+            "recall_at_10": round(hits[fusion.DEPTH] / len(texts), 4),
+            f"recall_at_10_depth_{k}": round(hits[10] / len(texts), 4),
+            "embedding_ms": ms(embedding),
+            "approximate_ms": ms(approximate_ms),
+            "exact_ms": ms(exact_ms),
+            "subject_ms": ms(subject_ms),
+        }
+        print(json.dumps({label: report[label]}), flush=True)
+    return report
 
 
-def prepare_semantic(dsn: str) -> dict:
-    """Build the semantic index over every active record (synthetic vectors) and promote it."""
+def setup_django(dsn: str) -> None:
     os.environ.update({k: v for k, v in app_env(dsn).items() if k in ("DATABASE_URL", "APP_VAR_DIR", "DEBUG", "LOG_LEVEL")})
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
+
+
+def prepare_semantic(dsn: str, *, keep: bool = False) -> dict:
+    """Build the semantic index over every active record (synthetic vectors) and promote it; with
+    `keep`, use the active one if there is one."""
+    setup_django(dsn)
+    from memory.search import active_indexes
     from memory.search.build import build_index, index_summary, promote_index, request_rebuild
+    from memory.search.models import IndexKind
+
+    active = active_indexes().get(IndexKind.SEMANTIC)
+    if keep and active is not None:
+        return {"kept": True, "index": index_summary(active)}
 
     started = time.perf_counter()
     index = request_rebuild(name="semantic-bench", kind="semantic", actor="bench")
@@ -308,6 +353,7 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=900_000, help="records in other tenants")
     parser.add_argument("--recalls", type=int, default=200, help="recalls per query class and scope")
     parser.add_argument("--hybrid", action="store_true", help="then build the semantic index and measure hybrid recall")
+    parser.add_argument("--keep-semantic", action="store_true", help="with --hybrid: use the active semantic index, if any")
     args = parser.parse_args()
     report = {}
     if args.fresh:
@@ -316,7 +362,7 @@ def main() -> None:
     report.update(measure(args.dsn, args.recalls))
     print_table("lexical", report["recall"])
     if args.hybrid:
-        report["semantic_setup"] = prepare_semantic(args.dsn)
+        report["semantic_setup"] = prepare_semantic(args.dsn, keep=args.keep_semantic)
         print(json.dumps(report["semantic_setup"]), flush=True)
         report["hybrid"] = measure(args.dsn, args.recalls, hybrid=True)["recall"]
         print_table("hybrid (lexical + semantic, fused), approximate search", report["hybrid"])

@@ -306,6 +306,9 @@ MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 # worker process at start, so that no request waits for it (docs/operations.md).
 SEMANTIC_AUTO_INDEX = env_bool("SEMANTIC_AUTO_INDEX", True)
 SEMANTIC_LOAD_AT_START = env_bool("SEMANTIC_LOAD_AT_START", True)
+# Threads the model runs on in each process (torch's intra-op pool): a web worker embeds one query at
+# a time, and processes that each spread their embedding over every core wait on one another.
+SEMANTIC_MODEL_THREADS = max(1, env_int("SEMANTIC_MODEL_THREADS", 1))
 # A semantic index's approximate nearest-neighbour files (memory.search.ann): a cache, rebuilt from
 # the database; every process on the machine maps the same files.
 SEMANTIC_ANN_DIR = env_str("SEMANTIC_ANN_DIR", str(VAR_DIR / "ann"))

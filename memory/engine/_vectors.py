@@ -178,6 +178,23 @@ class Vectors:
             {**params, "candidates": self.ids_value(record_ids)},
         )
 
+    def read_checked(self, name: str, record_ids: Sequence[uuid.UUID], since: datetime, where: str, params: dict) -> list[tuple]:
+        """An approximate search's candidates and fresh rows in one statement, both checked against
+        `where`: (record id, None, authority, confidence, confirmed_at) of each of the given records
+        whose row matches and holds a vector, then (record id, vector bytes, the same three) of
+        every matching row whose vector was stored after `since` (a candidate can be both)."""
+        # Fenced (MATERIALIZED): the candidates by primary key and the fresh rows by their index
+        # first, then the scope's filters on them; a planner choosing the scope's index would read
+        # the whole scope.
+        return self.fetch_vectors(
+            f"WITH c AS MATERIALIZED (SELECT * FROM {name} WHERE {self.ids_sql('record_id', '%(candidates)s')} "
+            f"AND vector IS NOT NULL), f AS MATERIALIZED (SELECT * FROM {name} WHERE vector IS NOT NULL "
+            f"AND embedded_at > %(embedded_since)s) "
+            f"SELECT d.record_id, NULL, {PRIORS} FROM c d WHERE {where} "
+            f"UNION ALL SELECT d.record_id, d.vector, {PRIORS} FROM f d WHERE {where}",
+            {**params, "candidates": self.ids_value(record_ids), "embedded_since": self.time_value(since)},
+        )
+
     def read_partition(self, name: str, tenant_id: int, *, after: uuid.UUID | None, limit: int) -> list[tuple]:
         """Up to `limit` (record id as a UUID, vector bytes) of the tenant's embedded rows, in
         record id order after `after`: a build's read, chunk by chunk."""

@@ -10,11 +10,14 @@ hard filter of every recall, so a partition never mixes tenants; smaller tenants
 exactly, as is any scope within one subject.
 
 A cache, never a source. The vectors table (`memory.search.vectors`) stays the truth:
-- every candidate the graph proposes is read back from the table with the recall's hard filters
-  (`read_candidates`), so an out-of-scope, expired, invalid, superseded or forgotten record is
-  never returned, and its cosine is computed from the table's vector;
+- every candidate the graph proposes is checked against the table with the recall's hard filters
+  (`read_checked`, by primary key, with the rows below in one statement), so an out-of-scope,
+  expired, invalid, superseded or forgotten record is never returned; its cosine is the one the
+  search computed from the partition's copy of its vector, which is the table's while the row
+  holds a vector embedded before the snapshot (a row whose content changed lost its vector, and
+  one embedded again is among the rows below, scored from the table);
 - the rows embedded after the partition's snapshot (`embedded_at`, version 3 of the storage) are
-  read by their index and scored exactly (`read_fresh`), so a new vector is found at once;
+  read by their index and scored exactly from the table's vectors, so a new vector is found at once;
 - missing or unreadable files mean an exact scan, never an error.
 `refresh` rebuilds a partition when the rows embedded since it was read, the rows it holds that
 left the table and the positions purged from it pass `REFRESH_SHARE` of it (the
@@ -404,9 +407,10 @@ class Partition:
     stamp: tuple[int, int]
     scan_up_to: int = 0
 
-    def search(self, query: Any, count: int) -> list[uuid.UUID]:
-        """The ids of up to `count` positions most similar to `query`, best first (purged
-        positions skipped)."""
+    def search(self, query: Any, count: int) -> list[tuple[uuid.UUID, float]]:
+        """(id, similarity to `query`) of up to `count` positions most similar to it, best first
+        (purged positions skipped); the similarity is the inner product with the position's vector,
+        the cosine the table's copy of that vector gives while the row is unchanged."""
         faiss = faiss_module()
         import numpy as np
 
@@ -420,17 +424,19 @@ class Partition:
             scores = matrix @ query
             best = np.argpartition(-scores, count - 1)[:count]
             positions = best[np.argsort(-scores[best], kind="stable")]
+            similarities = scores[positions]
         else:
             params = faiss.SearchParametersHNSW()
             params.efSearch = max(self.ef_search, count)
-            positions = self.index.search(query.reshape(1, -1), count, params=params)[1][0]
+            found = self.index.search(query.reshape(1, -1), count, params=params)
+            similarities, positions = found[0][0], found[1][0]
         ids = []
-        for position in positions:
+        for position, similarity in zip(positions.tolist(), similarities.tolist(), strict=True):
             if position < 0:
                 continue
             raw = self.ids[position * ID_BYTES : (position + 1) * ID_BYTES]
             if raw != DEAD:
-                ids.append(uuid.UUID(bytes=raw))
+                ids.append((uuid.UUID(bytes=raw), similarity))
         return ids
 
 

@@ -27,9 +27,10 @@ says why (`unavailable_reason`).
   as the lexical index (the one `memory.scope.Scope`, rendered by the database's engine). Within
   one subject, or in a tenant without an approximate partition, every vector of the scope is read
   and scored with numpy (exact, linear in the scope). Across a purpose of a tenant with a
-  partition (`memory.search.ann`), the graph proposes candidates, which the table checks against
-  the hard filters and scores, and the rows embedded since the partition's snapshot are scored
-  exactly: the filters stay exact, only the candidates are approximate.
+  partition (`memory.search.ann`), the partition proposes candidates with their cosines, the table
+  checks them against the hard filters (by primary key, with their priors' fields), and the rows
+  embedded since the partition's snapshot are read in the same statement and scored from the
+  table's vectors: the filters stay exact, only the candidates are approximate.
 """
 
 import functools
@@ -167,11 +168,23 @@ def embed(texts: list[str]):
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
     encoder = _load()
+    if not _model.ran:
+        _set_threads()
     _model.ran = True
     found = encoder.encode(
         list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
     return np.ascontiguousarray(found, dtype=np.float32)
+
+
+def _set_threads() -> None:
+    """Run the model on SEMANTIC_MODEL_THREADS threads in this process, set before its first run
+    (in the process that runs it, never in a parent that forks the serving processes). torch
+    spreads one short query over every core by default, and on a machine whose cores are shared by
+    several workers, each waits for the others' threads to yield."""
+    import torch
+
+    torch.set_num_threads(settings.SEMANTIC_MODEL_THREADS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -377,8 +390,8 @@ def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Simi
     """The `depth` records of the scope most similar to `query`. The scope is the lexical ranking's,
     rendered over the vector table's copy of the columns (`Scope.sql`). Where the tenant has an
     approximate partition (`memory.search.ann`) and the scope is wider than one subject, the
-    graph proposes candidates, the table checks them against the hard filters and gives their
-    vectors, and the rows embedded since the partition's snapshot are added; otherwise (or when
+    partition proposes candidates with their cosines, the table checks them against the hard
+    filters, and the rows embedded since the partition's snapshot are added; otherwise (or when
     the scope turns out to be a small share of the tenant) every vector of the scope is scored."""
     if not query.strip():
         return Similarity(top=[])
@@ -391,38 +404,52 @@ def similar(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Simi
 
 
 def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, partition: ann.Partition) -> Similarity | None:
-    """Candidates from the graph, checked and scored from the table, and the fresh rows; None
-    when the scope holds too few of the graph's candidates (scan it exactly instead)."""
+    """Candidates from the graph, scored there and checked against the table, and the fresh rows,
+    scored from the table (one statement for both); None when the scope holds too few of the
+    graph's candidates (scan it exactly instead)."""
     import numpy as np
 
     name, dims = index.storage_name, index.recipe.get("dims", DIMS)
     where, params = scope.sql()
     wanted = depth * int(index.recipe["ann"]["oversample"])
-    vector = query_vector(query)
+    embedding = query_vector(query)
     while True:
         try:
-            proposed = partition.search(vector, wanted)
+            proposed = partition.search(embedding, wanted)
         except RuntimeError as exc:  # faiss's own errors: the files are a cache, scan exactly
             logger.warning("semantic ann search failed: scanned exactly", extra={"error": type(exc).__name__})
             return None
-        rows = vectors.read_candidates(name, proposed, where, params)
-        if len(rows) >= depth or wanted >= partition.count:
+        rows = vectors.read_checked(name, [pk for pk, _ in proposed], partition.snapshot, where, params)
+        checked = sum(1 for row in rows if row[1] is None)
+        if checked >= depth or wanted >= partition.count:
             break
-        if len(rows) * 20 < len(proposed):  # the scope is a small share of the tenant
+        if checked * 20 < len(proposed):  # the scope is a small share of the tenant
             return None
         wanted *= 4
-    rows = list({row[0]: row for row in (*rows, *vectors.read_fresh(name, partition.snapshot, where, params))}.values())
-    if not rows:
+    similarity = dict(proposed)
+    kept: dict[Any, tuple] = {}
+    for row in rows:  # a fresh row's vector replaces the partition's
+        if row[1] is not None or row[0] not in kept:
+            kept[row[0]] = row
+    if not kept:
         return Similarity(top=[])
-    cosines = _scored(rows, vector, dims)
+    ordered = list(kept.values())
+    cosines = np.array(
+        [
+            similarity[uuid.UUID(str(row[0]))] if row[1] is None else float(np.frombuffer(bytes(row[1]), dtype="<f4") @ embedding)
+            for row in ordered
+        ],
+        dtype=np.float32,
+    )
+    details = {uuid.UUID(str(row[0])): tuple(row[2:5]) for row in ordered}
     key = current().ranking.record_key
 
     def fetch(record_ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
         found = vectors.read_candidates(name, record_ids, where, params)
-        scored = _scored(found, vector, dims) if found else np.zeros(0)
+        scored = _scored(found, embedding, dims) if found else np.zeros(0)
         return {uuid.UUID(str(row[0])): float(cosine) for row, cosine in zip(found, scored, strict=True)}
 
-    return _ranked(index, rows, cosines, depth=depth, database_key=key, fetch=fetch)
+    return _ranked(index, ordered, cosines, depth=depth, details=details, database_key=key, fetch=fetch)
 
 
 def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
@@ -431,18 +458,24 @@ def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Simil
     rows = vectors.read_scope(index.storage_name, where, params)
     if not rows:
         return Similarity(top=[])
-    cosines = _scored(rows, query_vector(query), index.recipe.get("dims", DIMS))
+    embedding = query_vector(query)
+    cosines = _scored(rows, embedding, index.recipe.get("dims", DIMS))
     return _ranked(index, rows, cosines, depth=depth, database_key=current().ranking.record_key)
 
 
-def _ranked(index: SearchIndex, rows: list[tuple], cosines: Any, *, depth: int, **extra: Any) -> Similarity:
+def _ranked(
+    index: SearchIndex, rows: list[tuple], cosines: Any, *, depth: int, details: dict | None = None, **extra: Any
+) -> Similarity:
+    """The `depth` best of `rows` (record id first) by `cosines`, with their priors' fields from
+    `details` (record id -> authority, confidence, confirmed_at), else read for these rows only."""
     import numpy as np
 
     count = min(depth, len(rows))
     best = np.argpartition(-cosines, count - 1)[:count]
     best = best[np.lexsort((best, -cosines[best]))]  # by cosine, then position: a stable order
     ids = [uuid.UUID(str(rows[position][0])) for position in best]
-    details = vectors.read_rows(index.storage_name, ids)  # the priors' fields, for these rows only
+    if details is None:
+        details = vectors.read_rows(index.storage_name, ids)
     top = []
     for record_id, position in zip(ids, best, strict=True):
         if record_id not in details:  # left the index since the scan

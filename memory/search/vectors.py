@@ -84,6 +84,13 @@ def read_candidates(name: str, record_ids: Sequence[uuid.UUID], where: str, para
     return current().vectors.read_candidates(name, record_ids, where, params)
 
 
+def read_checked(name: str, record_ids: Sequence[uuid.UUID], since: datetime, where: str, params: dict) -> list[tuple]:
+    """In one statement, checked against `where`: (record id, None, authority, confidence,
+    confirmed_at) of the given records whose rows hold a vector, then (record id, vector bytes,
+    the same three) of the rows whose vector was stored after `since`."""
+    return current().vectors.read_checked(name, record_ids, since, where, params)
+
+
 def read_partition(name: str, tenant_id: int, *, after: uuid.UUID | None, limit: int) -> list[tuple[uuid.UUID, bytes]]:
     """Up to `limit` (record id, vector bytes) of a tenant's embedded rows in record id order after `after`."""
     return current().vectors.read_partition(name, tenant_id, after=after, limit=limit)

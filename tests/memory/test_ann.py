@@ -88,25 +88,25 @@ def paths(monkeypatch):
     """Which way each `semantic.similar` went: the graphs searched (the ids each proposed), the
     exact scans, and the fresh rows read."""
     taken = {"searched": [], "exact": 0, "fresh": []}
-    search, exact, fresh = ann.Partition.search, semantic._exact, vectors.read_fresh
+    search, exact, checked = ann.Partition.search, semantic._exact, vectors.read_checked
 
     def spied_search(self, query, count):
         found = search(self, query, count)
-        taken["searched"].append(found)
+        taken["searched"].append([pk for pk, _ in found])
         return found
 
     def spied_exact(*args, **kwargs):
         taken["exact"] += 1
         return exact(*args, **kwargs)
 
-    def spied_fresh(*args, **kwargs):
-        rows = fresh(*args, **kwargs)
-        taken["fresh"].append([_uuid(row[0]) for row in rows])
+    def spied_checked(*args, **kwargs):
+        rows = checked(*args, **kwargs)
+        taken["fresh"].append([_uuid(row[0]) for row in rows if row[1] is not None])  # the rows with the table's vector
         return rows
 
     monkeypatch.setattr(ann.Partition, "search", spied_search)
     monkeypatch.setattr(semantic, "_exact", spied_exact)
-    monkeypatch.setattr(vectors, "read_fresh", spied_fresh)
+    monkeypatch.setattr(vectors, "read_checked", spied_checked)
     taken["exact_scan"] = exact
     return taken
 

@@ -186,3 +186,18 @@ def test_a_worker_started_with_the_extra_builds_the_semantic_index_through_the_g
         from memory.search import storage
 
         storage.drop_storage_except(())  # the flush after this test leaves the index's own tables
+
+
+def test_the_model_runs_on_the_configured_threads_in_the_process_that_runs_it(monkeypatch, settings):
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(semantic._model, "ran", False)  # as in a freshly forked worker
+    torch.set_num_threads(2)
+    settings.SEMANTIC_MODEL_THREADS = 1
+    try:
+        assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
+        assert torch.get_num_threads() == 1
+        assert semantic._model.ran
+    finally:
+        torch.set_num_threads(before)

@@ -57,6 +57,7 @@ purge_records = _store.purge_records
 read_scope = _store.read_scope
 read_fresh = _store.read_fresh
 read_candidates = _store.read_candidates
+read_checked = _store.read_checked
 read_partition = _store.read_partition
 embedded_ids = _store.embedded_ids
 tenant_counts = _store.tenant_counts
