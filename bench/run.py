@@ -312,11 +312,11 @@ def write_body(i: int) -> dict:
     }
 
 
-def measure_writes(server: Server, token: str, dsn: str, total: int, clients: int, batch: int) -> dict:
+def measure_writes(server: Server, token: str, dsn: str, total: int, clients: int, batch: int, floor: bool = True) -> dict:
     """Records written per second through HTTP by `clients` concurrent clients: one record per
     request (batch 1, the single-write endpoint) or `batch` per request (the batch endpoint), and
-    the floor: the same rows and their history rows inserted with psycopg, `batch` per statement,
-    same concurrency."""
+    (unless `floor` is false) the floor: the same rows and their history rows inserted with
+    psycopg, `batch` per statement, same concurrency."""
     offset = int(time.time() * 1000) % 10_000_000 * 100  # fresh bodies on every run
 
     def one(n: int) -> int:
@@ -334,6 +334,8 @@ def measure_writes(server: Server, token: str, dsn: str, total: int, clients: in
         written = sum(pool.map(one, range(requests)))
     api_seconds = time.perf_counter() - started
     assert written == requests * batch, written
+    if not floor:
+        return {"api_per_s": written / api_seconds, "batch": batch}
 
     with psycopg.connect(dsn) as conn:
         tenant, agent, kind = conn.execute(
@@ -368,28 +370,34 @@ def measure_writes(server: Server, token: str, dsn: str, total: int, clients: in
     return {"api_per_s": written / api_seconds, "floor_per_s": written / floor_seconds, "batch": batch}
 
 
+def forget_subject(server: Server, token: str, dsn: str, subject: str) -> dict:
+    """Forget `subject` through the API: {"affected", "exclude" (the response's seconds, after
+    which recall must exclude the subject: checked), "propagate" (the `propagate_forgets` job's)}."""
+    status, payload, seconds = post_json(server.base + "/api/v1/forget/", token, {"subject": subject, "reason": "bench"})
+    assert status == 202 and payload["affected"] > 0, (status, payload)
+    status, recalled, _ = post_json(
+        server.base + "/api/v1/recall/", token, {"query": "customer", "purpose": "support", "subject": subject}
+    )
+    assert status == 200 and recalled["items"] == [], recalled
+    return {"affected": payload["affected"], "exclude": seconds, "propagate": job_seconds(run_job(dsn, "propagate_forgets"))}
+
+
 def measure_forget(server: Server, token: str, dsn: str) -> dict:
     exclude, propagate, floor_exclude, floor_propagate = [], [], [], []
     from bench.seed import FORGET_RUNS
 
     with psycopg.connect(dsn) as conn:
         for run in range(FORGET_RUNS):
-            subject = f"customer/forget-me-{run}"
-            status, payload, seconds = post_json(server.base + "/api/v1/forget/", token, {"subject": subject, "reason": "bench"})
-            assert status == 202 and payload["affected"] > 0, (status, payload)
-            exclude.append(seconds)
-            status, recalled, _ = post_json(
-                server.base + "/api/v1/recall/", token, {"query": "customer", "purpose": "support", "subject": subject}
-            )
-            assert status == 200 and recalled["items"] == [], recalled
-            propagate.append(job_seconds(run_job(dsn, "propagate_forgets")))
+            forgot = forget_subject(server, token, dsn, f"customer/forget-me-{run}")
+            exclude.append(forgot["exclude"])
+            propagate.append(forgot["propagate"])
             # Floor on a copy of the same shape: the subject's records of another agent-less scope.
             floor_subject = f"bench-floor-forget-{run}"
             conn.execute(
                 "UPDATE memory_memoryrecord SET subject = %s WHERE id IN (SELECT id FROM memory_memoryrecord "
                 "WHERE subject LIKE 'customer/c%%' AND status = 'active' AND tenant_id = (SELECT id FROM memory_tenant "
                 "WHERE slug = 'bench-big') LIMIT %s)",
-                (floor_subject, payload["affected"]),
+                (floor_subject, forgot["affected"]),
             )
             conn.commit()
             started = time.perf_counter()

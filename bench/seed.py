@@ -1,6 +1,7 @@
-"""Synthetic data for the benchmark, generated inside PostgreSQL (INSERT ... SELECT over
-generate_series) with the search-index triggers off (the caller rebuilds the index afterwards, one
-bulk load), so a million records take a minute or two rather than an hour of ORM calls.
+"""Synthetic data for the benchmark, loaded with COPY (rows generated here, one COPY per tenant's
+share) with the search-index triggers off (the caller rebuilds the index afterwards, one bulk
+load), so a million records take a minute or two rather than an hour of ORM calls. `bench.curve`
+grows a seeded database with more small tenants through the same functions, triggers on.
 
 Shape (defaults; scale with --scale):
 - `bench-big`: the large tenant, 100,000 records over 5 agents, 2 purposes and 2,000 subjects,
@@ -14,7 +15,11 @@ quarantined, expired and superseded.
 """
 
 import argparse
+import hashlib
 import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 
@@ -38,50 +43,115 @@ RECORD_COLUMNS = (
 )
 
 
-def _insert_records(
-    cur,
+def _record_lines(
     *,
     tenant_id: int,
     agent_ids: list[int],
     count: int,
     subjects: int,
     subject_prefix: str,
-    status_sql: str,
+    status: str | None,
     kind_ids: list[int],
     seed: int,
-) -> None:
-    """One INSERT ... SELECT: content is 8-20 vocabulary words chosen from the row number."""
+    now: datetime,
+) -> Iterator[str]:
+    """COPY text lines for `count` records: content is 8-20 vocabulary words chosen from the row
+    number; `status` None is mostly active (1 in 20 quarantined, 1 in 20 superseded)."""
+    n_words, n_agents, n_kinds = len(WORDS), len(agent_ids), len(kind_ids)
+    observed = (now - timedelta(days=1)).isoformat()
+    for g in range(1, count + 1):
+        content = " ".join(WORDS[(g * 7919 + i * 104729 + seed) % n_words] for i in range(1, 9 + g % 13))
+        digest = hashlib.sha256(content.encode()).hexdigest()
+        created = (now - timedelta(days=g % 300)).isoformat()
+        expires = (now + timedelta(days=30 + g % 300)).isoformat()
+        row_status = status or ("quarantined" if g % 20 == 0 else "superseded" if g % 20 == 1 else "active")
+        trust, reason = ("untrusted", "bench") if row_status == "quarantined" else ("trusted", "")
+        authority = "third_party" if g % 10 == 0 else "user"
+        yield (
+            f"{uuid.uuid4()}\t{tenant_id}\t{agent_ids[g % n_agents]}\t{subject_prefix}{g % subjects}\t"
+            f"{'sales' if g % 4 == 0 else 'support'}\t{kind_ids[(g // 7) % n_kinds]}\t{content}\tsha256:{digest}\t"
+            f"user_turn\tchat://bench/{g}\ts-{g // 20}\t{g % 20}\t\t\t{observed}\tf\t{authority}\t{trust}\t{reason}\t"
+            f"\\N\t\\N\t{0.5 + (g % 50) / 100:.2f}\t{created}\t\\N\t\\N\t{created}\t{expires}\t\\N\t{row_status}\t"
+            f"{created}\t1\t\\N\n"
+        )
+
+
+def copy_records(cur, *shapes: dict) -> None:
+    """One COPY of the records `_record_lines` generates for each of `shapes` (its keywords)."""
+    with cur.copy(f"COPY memory_memoryrecord ({RECORD_COLUMNS}) FROM STDIN") as copy:
+        chunk: list[str] = []
+        for shape in shapes:
+            for line in _record_lines(**shape):
+                chunk.append(line)
+                if len(chunk) == 5000:
+                    copy.write("".join(chunk))
+                    chunk = []
+        if chunk:
+            copy.write("".join(chunk))
+
+
+def create_tenant(cur, slug: str, agents: int) -> tuple[int, list[int]]:
+    cur.execute("INSERT INTO memory_tenant (slug, name, created_at) VALUES (%s, %s, now()) RETURNING id", (slug, slug))
+    tid = cur.fetchone()[0]
+    ids = []
+    for n in range(agents):
+        cur.execute(
+            "INSERT INTO memory_agent (tenant_id, slug, name, created_at) VALUES (%s, %s, %s, now()) RETURNING id",
+            (tid, f"agent-{n}", f"agent-{n}"),
+        )
+        ids.append(cur.fetchone()[0])
+    return tid, ids
+
+
+def reviewed_kinds(cur) -> list[int]:
+    cur.execute("SELECT id, name FROM memory_memorykind")
+    kinds = dict((name, pk) for pk, name in cur.fetchall())
+    return [kinds["semantic"], kinds["preference"], kinds["procedural"], kinds["episodic"]]
+
+
+def copy_history(cur, where: str = "", params: tuple = ()) -> None:
+    """One creation history row per record (those `where` selects, or every record), as the
+    write service leaves."""
+    columns = RECORD_COLUMNS.replace(", last_used_at", "")
     cur.execute(
         f"""
-        INSERT INTO memory_memoryrecord ({RECORD_COLUMNS})
-        SELECT gen_random_uuid(), %(tenant)s, (%(agents)s::bigint[])[1 + g %% cardinality(%(agents)s::bigint[])],
-               %(prefix)s || (g %% %(subjects)s), CASE WHEN g %% 4 = 0 THEN 'sales' ELSE 'support' END,
-               (%(kinds)s::bigint[])[1 + (g / 7) %% cardinality(%(kinds)s::bigint[])],
-               c.content, 'sha256:' || encode(sha256(convert_to(c.content, 'UTF8')), 'hex'),
-               'user_turn', 'chat://bench/' || g, 's-' || (g / 20), (g %% 20)::text, '', '', now() - interval '1 day',
-               false, CASE WHEN g %% 10 = 0 THEN 'third_party' ELSE 'user' END, 'trusted', '', NULL, NULL,
-               0.5 + (g %% 50) / 100.0,
-               now() - ((g %% 300) || ' days')::interval, NULL, NULL,
-               now() - ((g %% 300) || ' days')::interval, now() + ((30 + g %% 300) || ' days')::interval, NULL,
-               {status_sql}, now() - ((g %% 300) || ' days')::interval, 1, NULL
-        FROM generate_series(1, %(count)s) AS g
-        CROSS JOIN LATERAL (
-            SELECT string_agg((%(words)s::text[])[1 + ((g * 7919 + i * 104729 + %(seed)s) %% cardinality(%(words)s::text[]))], ' ')
-                   AS content
-            FROM generate_series(1, 8 + (g %% 13)) AS i
-        ) AS c
+        INSERT INTO memory_historicalmemoryrecord ({columns}, history_date,
+            history_change_reason, history_type, history_user_id, history_actor, history_note)
+        SELECT {columns}, created_at, 'write.' || status, '+', NULL, 'bench:seed', ''
+        FROM memory_memoryrecord {where}
         """,
-        {
-            "tenant": tenant_id,
-            "agents": agent_ids,
-            "prefix": subject_prefix,
-            "subjects": subjects,
-            "kinds": kind_ids,
-            "count": count,
-            "words": WORDS,
-            "seed": seed,
-        },
+        params or None,
     )
+
+
+SMALL_TENANTS, PER_SMALL = 160, 5_400
+
+
+def small_tenants(
+    cur, *, first: int, count: int, per_tenant: int, kind_ids: list[int], now: datetime, per_copy: int = 40
+) -> list[int]:
+    """`count` small tenants `bench-small-NNN` numbered from `first`, 2 agents, `per_tenant` records
+    over 200 subjects each, `per_copy` tenants' records a COPY (with the search index's triggers
+    on, one pass of them per COPY); returns their ids."""
+    shapes = []
+    for n in range(first, first + count):
+        sid, sagents = create_tenant(cur, f"bench-small-{n:03d}", 2)
+        shapes.append(
+            dict(
+                tenant_id=sid,
+                agent_ids=sagents,
+                count=per_tenant,
+                subjects=200,
+                subject_prefix="customer/s",
+                status=None,
+                kind_ids=kind_ids,
+                seed=10 + n,
+                now=now,
+            )
+        )
+    for start in range(0, len(shapes), per_copy):
+        copy_records(cur, *shapes[start : start + per_copy])
+    return [shape["tenant_id"] for shape in shapes]
 
 
 def seed(dsn: str, scale: float = 1.0) -> dict:
@@ -89,90 +159,48 @@ def seed(dsn: str, scale: float = 1.0) -> dict:
     big = int(100_000 * scale)
     forget = int(10_000 * scale)
     queue = int(100_000 * scale)
-    small_tenants, per_small = 160, int(5_400 * scale)
+    now = datetime.now(UTC)
     with psycopg.connect(dsn, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM memory_memoryrecord")
         if cur.fetchone()[0]:
             raise SystemExit("The benchmark database already has records; use --fresh to recreate it.")
         cur.execute("SET session_replication_role = replica")  # no triggers: the index is rebuilt after
-        cur.execute("SELECT id, name FROM memory_memorykind")
-        kinds = dict((name, pk) for pk, name in cur.fetchall())
-        reviewed = [kinds["semantic"], kinds["preference"], kinds["procedural"], kinds["episodic"]]
-
-        def tenant(slug: str, agents: int) -> tuple[int, list[int]]:
-            cur.execute("INSERT INTO memory_tenant (slug, name, created_at) VALUES (%s, %s, now()) RETURNING id", (slug, slug))
-            tid = cur.fetchone()[0]
-            ids = []
-            for n in range(agents):
-                cur.execute(
-                    "INSERT INTO memory_agent (tenant_id, slug, name, created_at) VALUES (%s, %s, %s, now()) RETURNING id",
-                    (tid, f"agent-{n}", f"agent-{n}"),
-                )
-                ids.append(cur.fetchone()[0])
-            return tid, ids
-
-        active_mostly = "CASE WHEN g %% 20 = 0 THEN 'quarantined' WHEN g %% 20 = 1 THEN 'superseded' ELSE 'active' END"
-        tid, agents = tenant("bench-big", 5)
-        _insert_records(
-            cur,
-            tenant_id=tid,
-            agent_ids=agents,
-            count=big,
-            subjects=2000,
-            subject_prefix="customer/c",
-            status_sql=active_mostly,
-            kind_ids=reviewed,
-            seed=1,
+        reviewed = reviewed_kinds(cur)
+        tid, agents = create_tenant(cur, "bench-big", 5)
+        shape = dict(tenant_id=tid, kind_ids=reviewed, now=now)
+        copy_records(
+            cur, dict(shape, agent_ids=agents, count=big, subjects=2000, subject_prefix="customer/c", status=None, seed=1)
         )
         # FORGET_RUNS subjects of `forget` records each, one per repetition of the forget benchmark.
-        _insert_records(
+        copy_records(
             cur,
-            tenant_id=tid,
-            agent_ids=agents[:1],
-            count=forget * FORGET_RUNS,
-            subjects=FORGET_RUNS,
-            subject_prefix="customer/forget-me-",
-            status_sql="'active'",
-            kind_ids=reviewed,
-            seed=2,
+            dict(
+                shape,
+                agent_ids=agents[:1],
+                count=forget * FORGET_RUNS,
+                subjects=FORGET_RUNS,
+                subject_prefix="customer/forget-me-",
+                status="active",
+                seed=2,
+            ),
         )
-        qid, qagents = tenant("bench-queue", 3)
-        _insert_records(
+        qid, qagents = create_tenant(cur, "bench-queue", 3)
+        copy_records(
             cur,
-            tenant_id=qid,
-            agent_ids=qagents,
-            count=queue,
-            subjects=500,
-            subject_prefix="lead/l",
-            status_sql="'quarantined'",
-            kind_ids=reviewed,
-            seed=3,
-        )
-        for n in range(small_tenants):
-            sid, sagents = tenant(f"bench-small-{n:03d}", 2)
-            _insert_records(
-                cur,
-                tenant_id=sid,
-                agent_ids=sagents,
-                count=per_small,
-                subjects=200,
-                subject_prefix="customer/s",
-                status_sql=active_mostly,
+            dict(
+                now=now,
+                tenant_id=qid,
+                agent_ids=qagents,
+                count=queue,
+                subjects=500,
+                subject_prefix="lead/l",
+                status="quarantined",
                 kind_ids=reviewed,
-                seed=10 + n,
-            )
-        cur.execute(
-            "UPDATE memory_memoryrecord SET trust = 'untrusted', quarantine_reason = 'bench' WHERE status = 'quarantined'"
+                seed=3,
+            ),
         )
-        # One creation history row per record, as the write service leaves.
-        cur.execute(
-            f"""
-            INSERT INTO memory_historicalmemoryrecord ({RECORD_COLUMNS.replace(", last_used_at", "")}, history_date,
-                history_change_reason, history_type, history_user_id, history_actor, history_note)
-            SELECT {RECORD_COLUMNS.replace(", last_used_at", "")}, created_at, 'write.' || status, '+', NULL, 'bench:seed', ''
-            FROM memory_memoryrecord
-            """
-        )
+        small_tenants(cur, first=0, count=SMALL_TENANTS, per_tenant=int(PER_SMALL * scale), kind_ids=reviewed, now=now)
+        copy_history(cur)
         conn.commit()
         cur.execute("SELECT count(*) FROM memory_memoryrecord")
         total = cur.fetchone()[0]

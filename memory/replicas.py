@@ -151,3 +151,27 @@ def read_on_replica(read: Callable[[], T], *, tenant_ids: Collection[int] | None
             logger.warning("replica read failed; reading the primary", extra={"alias": alias, "error": type(error).__name__})
             connections[alias].close()
     return read()
+
+
+def status(timeout: float) -> dict[str, dict]:
+    """For the readiness probe: each configured replica's reachability and replay lag (bytes of the
+    primary's log still to replay, and the age of its newest replayed transaction while behind),
+    each asked on a connection of its own that gives up after `timeout` seconds. Errors are named
+    by class only. {} without replicas."""
+    names = aliases()
+    if not names:
+        return {}
+    replication = engine.current().replication
+    try:
+        primary = replication.wal_position(DEFAULT_DB_ALIAS)
+    except DatabaseError as error:
+        return {alias: {"ok": False, "error": f"primary: {type(error).__name__}"} for alias in names}
+    report: dict[str, dict] = {}
+    for alias in names:
+        try:
+            found = replication.standby_status(alias, primary_position=primary, timeout=timeout)
+        except Exception as error:  # the driver's own errors (OperationalError, timeouts) are not Django's
+            report[alias] = {"ok": False, "error": type(error).__name__}
+            continue
+        report[alias] = {"ok": True, **found}
+    return report

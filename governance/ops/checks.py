@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection
 from kombu import Connection
 
+from memory import replicas
 from memory.engine import current
 from memory.search import semantic
 
@@ -40,3 +41,12 @@ def check_broker() -> dict[str, Any]:
     except Exception as exc:
         return {"ok": False, "error": type(exc).__name__}
     return {"ok": True, "transport": transport}
+
+
+def check_replicas() -> dict[str, Any]:
+    """The read replicas (DATABASE_REPLICA_URLS), each reachable or not and how far it lags. Always
+    ok: a replica that is down or behind costs the primary more reads, not a refused one (replica
+    reads fall back to the primary), so it marks the process degraded, not unready."""
+    found = replicas.status(settings.HEALTH_CHECK_TIMEOUT)
+    down = sorted(alias for alias, report in found.items() if not report["ok"])
+    return {"ok": True, "degraded": bool(down), "down": down, "replicas": found}

@@ -5,7 +5,9 @@
   database outage never restarts every web process); ready (`GET /health/ready/`) when the database
   answers and, with the semantic extra and an active semantic index, this process holds the model.
   The broker is not part of it: recall and reads work without it, and a load balancer that took
-  every web host out when Redis stops would turn a degraded service into none.
+  every web host out when Redis stops would turn a degraded service into none. With read replicas
+  (DATABASE_REPLICA_URLS) it reports each one's reachability and replay lag; a replica that is
+  down leaves the process ready (its reads fall back to the primary) with the status "degraded".
 - **worker**: alive when its heartbeat file is fresh (the worker's timer touches it); ready when it
   is alive and the database and the broker answer.
 - **beat**: alive when its heartbeat file is fresh (every scheduler tick touches it); ready when it
@@ -19,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from governance.ops import heartbeat
-from governance.ops.checks import check_broker, check_database, recall_serving
+from governance.ops.checks import check_broker, check_database, check_replicas, recall_serving
+from memory import replicas
 
 ROLES = ("web", "worker", "beat")
 
@@ -51,9 +54,12 @@ def probe(role: str, *, live: bool = False, node: str = "") -> tuple[bool, dict[
     if role == "web":
         if not live:
             checks = {"database": check_database(), "recall": check_model()}
+            if replicas.aliases():
+                checks["replicas"] = check_replicas()
     else:
         checks["heartbeat"] = check_heartbeat(role, node)
         if not live:
             checks.update(database=check_database(), broker=check_broker())
     ok = all(result["ok"] for result in checks.values())
-    return ok, {"status": "ok" if ok else "fail", "role": role, "probe": "live" if live else "ready", "checks": checks}
+    status = "fail" if not ok else "degraded" if any(result.get("degraded") for result in checks.values()) else "ok"
+    return ok, {"status": status, "role": role, "probe": "live" if live else "ready", "checks": checks}

@@ -32,3 +32,17 @@ def test_a_replica_that_cannot_be_reached_leaves_recall_to_the_primary(unreachab
     # read after it may not try: if the recall built the default index, this agent wrote, and its
     # read-your-writes check finds the replica unreachable before any read.)
     assert caplog.text.count("replica read failed; reading the primary") >= 1
+
+
+@pytest.mark.postgresql(reason=NO_REPLICAS_ON_SQLITE)
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_readiness_probe_reports_a_replica_that_is_down_and_stays_ready(unreachable_replica, client):
+    ready = client.get("/health/ready/")
+    body = ready.json()
+    # Ready: the replica's reads fall back to the primary; degraded, naming the replica that is down.
+    assert ready.status_code == 200 and body["status"] == "degraded", body
+    replicas = body["checks"]["replicas"]
+    assert replicas["ok"] is True and replicas["degraded"] is True and replicas["down"] == [unreachable_replica]
+    report = replicas["replicas"][unreachable_replica]
+    assert report["ok"] is False and report["error"] == "OperationalError"
+    assert body["checks"]["database"]["ok"] is True

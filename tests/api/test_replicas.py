@@ -167,3 +167,15 @@ def test_the_memory_api_reads_the_replica_but_not_past_a_fence(replica, write, a
     revocation_create(actor=reviewer_actor, source=source, reason="prompt injection")
     assert agent_client.get(f"{MEMORIES}{record.pk}/").json()["status"] == Status.QUARANTINED
     assert MemoryRecord.objects.using(replica).get(pk=record.pk).status == Status.ACTIVE
+
+
+@on_standby
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_readiness_probe_reports_the_replica_and_its_replay_lag(replica, write, client):
+    replayed()
+    write(content="Invoices go out on the first working day.")  # the standby holds it for its apply delay
+    body = client.get("/health/ready/").json()
+    assert body["status"] == "ok" and body["checks"]["replicas"]["degraded"] is False, body
+    report = body["checks"]["replicas"]["replicas"][replica]
+    assert report["ok"] is True and report["in_recovery"] is True
+    assert report["lag_bytes"] > 0 and report["lag_seconds"] is not None and report["lag_seconds"] >= 0

@@ -26,6 +26,7 @@ def test_live_checks_nothing_and_ready_checks_the_database(client, db):
     assert ready.status_code == 200 and body["status"] == "ok" and body["probe"] == "ready"
     assert body["checks"]["database"]["ok"] is True and body["checks"]["recall"]["ok"] is True
     assert "broker" not in body["checks"]  # recall and reads work without the broker
+    assert "replicas" not in body["checks"]  # none configured
     assert client.post("/health/ready/").status_code == 405
 
 

@@ -3,6 +3,8 @@ the one database)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def wal_position(using: str) -> int:
     return 0
@@ -10,3 +12,7 @@ def wal_position(using: str) -> int:
 
 def replayed_position(using: str) -> int | None:
     return 0
+
+
+def standby_status(using: str, *, primary_position: int, timeout: float) -> dict[str, Any]:
+    return {"in_recovery": False, "lag_bytes": 0, "lag_seconds": 0.0}
