@@ -1,7 +1,8 @@
 """The TypeScript client (clients/typescript, npm package `governed-memory-client`) from here:
 
 - installed from its lock file with `npm ci` (the npm registry) and built with `tsc`, once per session,
-  its declarations compiled as a strict consumer uses them (`tests/types.check.ts`);
+  in a copy of its sources (two test runs in one checkout never share its node_modules), its
+  declarations compiled as a strict consumer uses them (`tests/types.check.ts`);
 - its request and response types, generated from the app's OpenAPI schema by openapi-typescript,
   must equal what the schema generates now (a stale `src/api-types.ts` fails);
 - its own tests (Node's test runner, `clients/typescript/tests/`) run against live servers: one as
@@ -40,7 +41,7 @@ REGENERATE = (
 NODE_TESTS = 18  # at least this many tests in clients/typescript/tests/
 
 
-def run(command: list[str], *, cwd: Path = PACKAGE, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+def run(command: list[str], *, cwd: Path, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
     """A command that must succeed; its output is the failure message."""
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, **kwargs)
     assert result.returncode == 0, (
@@ -50,14 +51,17 @@ def run(command: list[str], *, cwd: Path = PACKAGE, timeout: float = 600, **kwar
 
 
 @pytest.fixture(scope="session")
-def typescript_package() -> Path:
-    """The package installed from package-lock.json (dev dependencies only: typescript,
-    openapi-typescript, @types/node), built into dist/ and its declarations type-checked."""
+def typescript_package(tmp_path_factory) -> Path:
+    """A copy of the package's sources installed from package-lock.json (dev dependencies only:
+    typescript, openapi-typescript, @types/node), built into dist/ and its declarations
+    type-checked; the checkout's own folder is only read."""
     assert shutil.which("node") and shutil.which("npm"), "Node (20 or later) and npm are needed for the TypeScript client"
-    run(["npm", "ci", "--no-audit", "--no-fund"])
-    run(["npm", "run", "build"])
-    run(["npm", "run", "check"])  # the declarations as a strict consumer sees them (tests/types.check.ts)
-    return PACKAGE
+    package = tmp_path_factory.mktemp("typescript") / "package"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    run(["npm", "ci", "--no-audit", "--no-fund"], cwd=package)
+    run(["npm", "run", "build"], cwd=package)
+    run(["npm", "run", "check"], cwd=package)  # the declarations as a strict consumer sees them (tests/types.check.ts)
+    return package
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +76,10 @@ def limited_server(django_db_setup, tmp_path_factory):
 def test_the_generated_types_are_what_the_apps_openapi_schema_gives_now(typescript_package, tmp_path):
     schema, fresh = tmp_path / "openapi.yaml", tmp_path / "api-types.ts"
     call_command("spectacular", "--file", str(schema))
-    run([str(PACKAGE / "node_modules" / ".bin" / "openapi-typescript"), str(schema), "--output", str(fresh)])
+    run(
+        [str(typescript_package / "node_modules" / ".bin" / "openapi-typescript"), str(schema), "--output", str(fresh)],
+        cwd=typescript_package,
+    )
     committed, now = GENERATED.read_text(), fresh.read_text()
     diff = "".join(
         list(difflib.unified_diff(committed.splitlines(True), now.splitlines(True), "committed", "generated now"))[:80]
@@ -98,7 +105,9 @@ def test_the_node_suite_passes_against_a_live_server(
         "DATABASE_URL": database_url_for_subprocesses(),
         "APP_VAR_DIR": str(settings.VAR_DIR),
     }
-    result = subprocess.run(["node", "--test", "tests/"], cwd=PACKAGE, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        ["node", "--test", "tests/"], cwd=typescript_package, env=env, capture_output=True, text=True, timeout=600
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, (
         f"node --test failed ({result.returncode}):\n{failures(result.stdout)}\n{result.stderr[-4000:]}"
@@ -150,13 +159,13 @@ def test_sign_result_gives_rfc8785_bytes_and_a_signature_cryptography_verifies(t
     ]
     script = tmp_path / "sign.mjs"
     script.write_text(
-        f'import {{ canonicalJson, signResult, signedClaim }} from "{(PACKAGE / "dist" / "signing.js").as_uri()}";\n'
+        f'import {{ canonicalJson, signResult, signedClaim }} from "{(typescript_package / "dist" / "signing.js").as_uri()}";\n'
         'let input = "";\nfor await (const chunk of process.stdin) input += chunk;\n'
         "const out = JSON.parse(input).map((c) => { const signed = signResult(c);\n"
         "  return { signed, canonical: canonicalJson(signedClaim({ ...c, observedAt: signed.observed_at })) }; });\n"
         "process.stdout.write(JSON.stringify(out));\n"
     )
-    signed_cases = json.loads(run(["node", str(script)], input=json.dumps(cases)).stdout)
+    signed_cases = json.loads(run(["node", str(script)], cwd=typescript_package, input=json.dumps(cases)).stdout)
 
     public = key.public_key()
     for case, result in zip(cases, signed_cases, strict=True):
@@ -200,7 +209,7 @@ def test_the_readme_quick_start_runs_as_written_from_the_packed_package(typescri
     assert quick_start(ROOT_README, after="## TypeScript client") == snippet, "the root README's quick start differs"
     assert len(snippet.strip().splitlines()) <= 12
 
-    packed = run(["npm", "pack", "--pack-destination", str(tmp_path)]).stdout.strip().splitlines()[-1]
+    packed = run(["npm", "pack", "--pack-destination", str(tmp_path)], cwd=typescript_package).stdout.strip().splitlines()[-1]
     with tarfile.open(tmp_path / packed) as tarball:
         shipped = set(tarball.getnames())
     assert {"package/dist/index.js", "package/dist/index.d.ts", "package/dist/signing.d.ts", "package/README.md"} <= shipped
