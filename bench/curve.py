@@ -3,7 +3,7 @@ figures measured at each size, and each figure's growth fitted as an exponent k 
 figure ~ records^k (least squares of log(figure) against log(records)).
 
     .venv/bin/python -m bench.curve                                     # 1, 2, 4 million (about an hour)
-    .venv/bin/python -m bench.curve --sizes 0.05,0.1,0.2 --out /tmp/curve.md   # a quick check of the tool
+    .venv/bin/python -m bench.curve --sizes 0.05,0.1,0.2 --json /tmp/curve.json   # a quick check of the tool
 
 The first size is `bench.seed` at scale = the size in millions (a fresh database `gm_curve`, the
 search index rebuilt, vacuumed). Each later size adds small tenants (2 agents, 5,400 records ×
