@@ -178,13 +178,16 @@ def embed(texts: list[str]):
 
 
 def _set_threads() -> None:
-    """Run the model on SEMANTIC_MODEL_THREADS threads in this process, set before its first run
-    (in the process that runs it, never in a parent that forks the serving processes). torch
-    spreads one short query over every core by default, and on a machine whose cores are shared by
-    several workers, each waits for the others' threads to yield."""
+    """Run the model, and the BLAS behind numpy's vector scans (an approximate partition scored
+    whole, `memory.search.ann`), on SEMANTIC_MODEL_THREADS threads in this process, set before the
+    model's first run (in the process that runs it, never in a parent that forks the serving
+    processes). torch and OpenBLAS spread one short query over every core by default, and on a
+    machine whose cores are shared by several workers, each waits for the others' threads to yield."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(settings.SEMANTIC_MODEL_THREADS)
+    threadpool_limits(limits=settings.SEMANTIC_MODEL_THREADS, user_api="blas")
 
 
 @functools.lru_cache(maxsize=1024)

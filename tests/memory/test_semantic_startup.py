@@ -188,16 +188,23 @@ def test_a_worker_started_with_the_extra_builds_the_semantic_index_through_the_g
         storage.drop_storage_except(())  # the flush after this test leaves the index's own tables
 
 
-def test_the_model_runs_on_the_configured_threads_in_the_process_that_runs_it(monkeypatch, settings):
+def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_process_that_runs_it(monkeypatch, settings):
     import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
 
     before = torch.get_num_threads()
     monkeypatch.setattr(semantic._model, "ran", False)  # as in a freshly forked worker
     torch.set_num_threads(2)
-    settings.SEMANTIC_MODEL_THREADS = 1
-    try:
-        assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
-        assert torch.get_num_threads() == 1
-        assert semantic._model.ran
-    finally:
-        torch.set_num_threads(before)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == {2}
+        settings.SEMANTIC_MODEL_THREADS = 1
+        try:
+            assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
+            assert torch.get_num_threads() == 1
+            assert blas_threads() == {1}  # numpy's BLAS, which scores a partition's mapped vectors
+            assert semantic._model.ran
+        finally:
+            torch.set_num_threads(before)
