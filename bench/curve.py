@@ -123,9 +123,11 @@ def bytes_per_record(dsn: str) -> dict:
         sizes: dict[str, int] = dict(
             (name, int(size))
             for name, size in conn.execute(
+                # A partitioned table (the history, by month) has no storage of its own: its leaves'.
                 "SELECT CASE WHEN c.relname LIKE 'memory_search_%%' THEN 'search' ELSE c.relname END, "
-                "sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND (c.relname IN "
+                "sum(coalesce((SELECT sum(pg_total_relation_size(t.relid)) FROM pg_partition_tree(c.oid) t), "
+                "pg_total_relation_size(c.oid))) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND (c.relname IN "
                 "('memory_memoryrecord', 'memory_historicalmemoryrecord') OR c.relname LIKE 'memory_search_%%') GROUP BY 1"
             )
         )
