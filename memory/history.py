@@ -53,10 +53,15 @@ class HistoryPartition:
     rows: int  # the planner's estimate (pg_class.reltuples); -1 before the table was first analysed
 
 
+def month_start(moment: datetime) -> datetime:
+    """The start (UTC) of the calendar month that holds `moment`: history's partitions' bounds."""
+    moment = moment.astimezone(UTC)
+    return datetime(moment.year, moment.month, 1, tzinfo=UTC)
+
+
 def history_horizon(now: datetime, retention_days: int) -> datetime | None:
     """The start of the month that holds `now - retention_days` (UTC): history before it is
     dropped, a month at a time. None when `retention_days` is 0 (history kept for ever)."""
     if retention_days <= 0:
         return None
-    moment = (now - timedelta(days=retention_days)).astimezone(UTC)
-    return datetime(moment.year, moment.month, 1, tzinfo=UTC)
+    return month_start(now - timedelta(days=retention_days))

@@ -19,17 +19,12 @@ from datetime import UTC, datetime
 
 from django.db import connection, transaction
 
-from memory.history import HistoryPartition
+from memory.history import HistoryPartition, month_start
 
 TABLE = "memory_historicalmemoryrecord"
 DEFAULT = f"{TABLE}_default"
 RECORDS = "memory_memoryrecord"
 KEEP = f"{TABLE}_keep"  # the keys of a month's rows to keep, while it is dropped
-
-
-def _month_start(moment: datetime) -> datetime:
-    moment = moment.astimezone(UTC)
-    return datetime(moment.year, moment.month, 1, tzinfo=UTC)
 
 
 def _next_month(moment: datetime) -> datetime:
@@ -65,7 +60,7 @@ def ensure_history_partitions(*, now: datetime, months_ahead: int) -> list[str]:
     exist yet; returns their names. Rows the default partition took for such a month move into it."""
     made = []
     existing = {partition.lower for partition in history_partitions() if partition.lower is not None}
-    lower = _month_start(now)
+    lower = month_start(now)
     for _ in range(months_ahead + 1):
         upper = _next_month(lower)
         if lower not in existing:
