@@ -8,6 +8,10 @@ well. The dev part is for tuning; a changed dev file is reported as such, not re
 Each part has a no-answer companion (`dev-noanswer.json`, `blind-noanswer.json`): questions about
 the same conversations that no turn answers, in files of their own so that the answerable parts
 and the figures measured on them stay as they were. The blind one is frozen the same way.
+
+Each part also has a reply companion (`dev-reply.json`, `blind-reply.json`): conversations of their
+own whose questions are answered by the reply to the turn that holds the question's words
+(category `reply`), frozen the same way.
 """
 
 import hashlib
@@ -19,7 +23,8 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PARTS = ("dev", "blind")
 NOANSWER_PARTS = {"dev": "dev-noanswer", "blind": "blind-noanswer"}
-BLIND_PARTS = ("blind", "blind-noanswer")  # refused, not only reported, when they differ from the frozen file
+REPLY_PARTS = {"dev": "dev-reply", "blind": "blind-reply"}
+BLIND_PARTS = ("blind", "blind-noanswer", "blind-reply")  # refused, not only reported, when they differ from the frozen file
 FROZEN_SHA256 = {
     "dev": "54101a4b56f0c0c874457a6da953c156d67d53847c672fea677a0d582101beb7",
     "blind": "77234be3ecc25120f1906965e96fe024059005951f0793598981aa3cb3ab1d22",
@@ -27,6 +32,7 @@ FROZEN_SHA256 = {
     "blind-noanswer": "06333de2d51aaa511710dfd0def50dfda48a8e1c38a9832c264c1dc7b07af881",
 }
 CATEGORIES = ("single-fact", "multi-hop", "temporal", "open")
+REPLY_CATEGORY = "reply"  # the reply part's: the answer is in the reply to the turn with the question's words
 NOANSWER_CATEGORY = "no-answer"
 # How a no-answer question misleads: (a) a topic nobody talked about; (b) a topic only the partner
 # has, or one the speaker has but with a value nobody said; (c) words shared with a filler turn.
@@ -65,6 +71,12 @@ def load_noanswer(part: str) -> dict:
     return load(NOANSWER_PARTS[part])
 
 
+def load_reply(part: str) -> dict:
+    """The reply part's conversations and questions of a part ("dev" or "blind"); the blind ones
+    only if frozen."""
+    return load(REPLY_PARTS[part])
+
+
 def turn_content(turn: dict) -> str:
     """A turn as it is written to memory: prefixed by its speaker, as in the public benchmark."""
     return f"{turn['speaker']}: {turn['text']}"
@@ -91,7 +103,7 @@ def integrity_problems(data: dict) -> list[str]:
             if question["id"] in seen_questions:
                 problems.append(f"{question['id']}: duplicate question id")
             seen_questions.add(question["id"])
-            if question["category"] not in CATEGORIES:
+            if question["category"] not in (*CATEGORIES, REPLY_CATEGORY):
                 problems.append(f"{question['id']}: unknown category {question['category']!r}")
             if not question["evidence"]:
                 problems.append(f"{question['id']}: no evidence")
