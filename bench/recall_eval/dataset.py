@@ -30,6 +30,8 @@ FROZEN_SHA256 = {
     "blind": "77234be3ecc25120f1906965e96fe024059005951f0793598981aa3cb3ab1d22",
     "dev-noanswer": "faca9732cb3e3cdf60235732663254aed22202383aa513b977ba2717c24362f6",
     "blind-noanswer": "06333de2d51aaa511710dfd0def50dfda48a8e1c38a9832c264c1dc7b07af881",
+    "dev-reply": "9073c47d33e5ba4e9a17d98c1a42b9613bc5d5c9ed77df795c1837fac7ec510c",
+    "blind-reply": "b7565922939f0ecdfd9d4a18d48275246971434a19a3c74cd52f9123d8b0bf6b",
 }
 CATEGORIES = ("single-fact", "multi-hop", "temporal", "open")
 REPLY_CATEGORY = "reply"  # the reply part's: the answer is in the reply to the turn with the question's words
