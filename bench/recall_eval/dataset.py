@@ -9,9 +9,10 @@ Each part has a no-answer companion (`dev-noanswer.json`, `blind-noanswer.json`)
 the same conversations that no turn answers, in files of their own so that the answerable parts
 and the figures measured on them stay as they were. The blind one is frozen the same way.
 
-Each part also has a reply companion (`dev-reply.json`, `blind-reply.json`): conversations of their
-own whose questions are answered by the reply to the turn that holds the question's words
-(category `reply`), frozen the same way.
+Each part also has two extra parts of conversations of their own, frozen the same way: reply
+(`dev-reply.json`, `blind-reply.json`), whose questions are answered by the reply to the turn that
+holds the question's words (category `reply`), and dated (`dev-dated.json`, `blind-dated.json`),
+whose questions name the date of one of many alike turns (category `dated`).
 """
 
 import hashlib
@@ -23,8 +24,13 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PARTS = ("dev", "blind")
 NOANSWER_PARTS = {"dev": "dev-noanswer", "blind": "blind-noanswer"}
-REPLY_PARTS = {"dev": "dev-reply", "blind": "blind-reply"}
-BLIND_PARTS = ("blind", "blind-noanswer", "blind-reply")  # refused, not only reported, when they differ from the frozen file
+EXTRA_PARTS = {"dev": ("dev-reply", "dev-dated"), "blind": ("blind-reply", "blind-dated")}
+BLIND_PARTS = (
+    "blind",
+    "blind-noanswer",
+    "blind-reply",
+    "blind-dated",
+)  # refused, not only reported, when they differ from the frozen file
 FROZEN_SHA256 = {
     "dev": "54101a4b56f0c0c874457a6da953c156d67d53847c672fea677a0d582101beb7",
     "blind": "77234be3ecc25120f1906965e96fe024059005951f0793598981aa3cb3ab1d22",
@@ -34,7 +40,9 @@ FROZEN_SHA256 = {
     "blind-reply": "b7565922939f0ecdfd9d4a18d48275246971434a19a3c74cd52f9123d8b0bf6b",
 }
 CATEGORIES = ("single-fact", "multi-hop", "temporal", "open")
-REPLY_CATEGORY = "reply"  # the reply part's: the answer is in the reply to the turn with the question's words
+# The categories of the extra parts: the answer is in the reply to the turn with the question's
+# words (reply); the question names the date of one of many alike turns (dated).
+EXTRA_CATEGORIES = ("reply", "dated")
 NOANSWER_CATEGORY = "no-answer"
 # How a no-answer question misleads: (a) a topic nobody talked about; (b) a topic only the partner
 # has, or one the speaker has but with a value nobody said; (c) words shared with a filler turn.
@@ -73,10 +81,10 @@ def load_noanswer(part: str) -> dict:
     return load(NOANSWER_PARTS[part])
 
 
-def load_reply(part: str) -> dict:
-    """The reply part's conversations and questions of a part ("dev" or "blind"); the blind ones
-    only if frozen."""
-    return load(REPLY_PARTS[part])
+def load_extra(part: str) -> dict[str, dict]:
+    """The extra parts of a part ("dev" or "blind") by name (`dev-reply`, `dev-dated`); the blind
+    ones only if frozen."""
+    return {name: load(name) for name in EXTRA_PARTS[part]}
 
 
 def turn_content(turn: dict) -> str:
@@ -105,7 +113,7 @@ def integrity_problems(data: dict) -> list[str]:
             if question["id"] in seen_questions:
                 problems.append(f"{question['id']}: duplicate question id")
             seen_questions.add(question["id"])
-            if question["category"] not in (*CATEGORIES, REPLY_CATEGORY):
+            if question["category"] not in (*CATEGORIES, *EXTRA_CATEGORIES):
                 problems.append(f"{question['id']}: unknown category {question['category']!r}")
             if not question["evidence"]:
                 problems.append(f"{question['id']}: no evidence")

@@ -5,7 +5,7 @@ the harness kept, and print the recipe keys it chose (`memory.search.recipes.SEC
     DATABASE_URL=sqlite:////tmp/recall-eval-XXXX/eval.sqlite3 .venv/bin/python -m bench.recall_eval.fit
 
 (PostgreSQL: `--database postgres --keep`, then DATABASE_URL=postgres://.../gm_recall_eval.) Only the
-dev part is read, answerable and no-answer questions: the blind part never chooses a setting
+dev part is read, answerable (the reply and dated parts included) and no-answer questions: the blind part never chooses a setting
 (docs/recall-eval.md). For each question and mode (lexical: the lexical ranking alone; hybrid: fused
 with the semantic index the harness built) the first stage runs once through the database; the
 second stage then runs in memory over the conversation's records (`rerank.ListedRecords`, which
@@ -21,8 +21,8 @@ orders a session as the scoped query does) for every setting tried:
    so the fit is repeated with it a few times. A neighbour may only raise relevance: where its
    weight comes out negative, the fit is made again without it (weight 0).
 3. The floor per mode: `min_relevance` on a grid; of the floors that keep dev hit@10 within
-   MAX_HIT_DROP of no floor, the lowest that answers the most no-answer questions with nothing. The
-   whole trade-off curve (hit@10 against the share of no-answer questions answered with nothing) is
+   MAX_HIT_DROP of no floor, the highest of those that answer the most no-answer questions with
+   nothing (a tie leaves out the most filler). The whole trade-off curve (hit@10 against the share of no-answer questions answered with nothing) is
    printed. The lexical floor is then kept above the relevance of a record that matches none of
    the query's words (the bias alone), so those are never returned as filler. The hybrid floor is then held at HYBRID_FLOOR_CAP at most: the calibration is fitted on
    conversation turns, whose cosines to a question run higher than a short note's to its paraphrase
@@ -47,8 +47,8 @@ FLOORS = sorted(
         *(round(0.05 * i, 2) for i in range(2, 20)),
     }
 )
-WINDOWS = (0, 1, 2)
-WEIGHTS = (0.0, 0.1, 0.2, 0.5)
+WINDOWS = (0, 1, 2, 3)
+WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
 # At least the largest recall limit (MEMORY_RECALL_MAX_LIMIT), so every item is re-ranked; no deeper,
 # since the lexical ranking reads its first 50 rows in one statement and a deeper head costs another.
 DEPTHS = (50,)
@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     from django.utils import timezone
 
     from bench.recall_eval import dataset, metrics
+
+    CATEGORIES = (*dataset.CATEGORIES, *dataset.EXTRA_CATEGORIES)
     from bench.recall_eval.run import PURPOSE
     from memory.models import Agent, MemoryKind, MemoryRecord
     from memory.search import fusion, semantic
@@ -114,7 +116,12 @@ def main(argv: list[str] | None = None) -> None:
     cases = []  # one per (question, mode, strip)
     records_of: dict[str, ListedRecords] = {}
     turns: dict = {}
-    for kind, data in (("answerable", dataset.load("dev")), ("no-answer", dataset.load_noanswer("dev"))):
+    parts = (
+        ("answerable", dataset.load("dev")),
+        *(("answerable", found) for found in dataset.load_extra("dev").values()),
+        ("no-answer", dataset.load_noanswer("dev")),
+    )
+    for kind, data in parts:
         for conv in data["conversations"]:
             scope = Scope(
                 tenant_id=agent.tenant_id, agent_id=agent.pk, purpose=PURPOSE, now=now, subject=conv["subject"], kind_ids=episodic
@@ -182,12 +189,12 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 noanswer += 1
                 empty += not ranking
-        summary = metrics.summarise(scored, dataset.CATEGORIES)
+        summary = metrics.summarise(scored, CATEGORIES)
         return {"summary": summary, "empty": empty / noanswer if noanswer else None}
 
     def line(label: str, result: dict) -> str:
         overall = result["summary"]["all"]
-        cells = " | ".join(f"{100 * result['summary'][c]['hit@10']:.1f}" for c in dataset.CATEGORIES)
+        cells = " | ".join(f"{100 * result['summary'][c]['hit@10']:.1f}" for c in CATEGORIES)
         return (
             f"| {label} | {100 * overall['hit@5']:.1f} | {100 * overall['hit@10']:.1f} | {overall['mrr']:.3f} | {cells} | "
             f"{100 * result['empty']:.1f} |"
@@ -195,8 +202,9 @@ def main(argv: list[str] | None = None) -> None:
 
     header = (
         "| setting | hit@5 | hit@10 | MRR | "
-        + " | ".join(f"{c} hit@10" for c in dataset.CATEGORIES)
-        + " | no-answer empty |\n|---|---|---|---|---|---|---|---|---|---|"
+        + " | ".join(f"{c} hit@10" for c in CATEGORIES)
+        + " | no-answer empty |\n|"
+        + "---|" * (5 + len(CATEGORIES))
     )
 
     if args.dump:
@@ -231,17 +239,13 @@ def main(argv: list[str] | None = None) -> None:
             if (window == 0) != (weight == 0.0):
                 continue
             trial = replace(chosen, brevity_weight=brevity, neighbour_window=window, neighbour_weight=weight, depth=depth)
-            results = [score(mode, trial)["summary"]["all"] for mode in ("lexical", "hybrid")]
+            scores = {mode: score(mode, trial) for mode in ("lexical", "hybrid")}
+            results = [found["summary"]["all"] for found in scores.values()]
             key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), -window, -depth)
             if best_key is None or key > best_key:
                 best_key, best = key, trial
-            print(
-                f"brevity {brevity:g} window {window} weight {weight:g} depth {depth}: "
-                + ", ".join(
-                    f"{m} hit@10 {100 * r['hit@10']:.1f} MRR {r['mrr']:.3f}"
-                    for m, r in zip(("lexical", "hybrid"), results, strict=True)
-                )
-            )
+            for mode, found in scores.items():
+                print(line(f"{mode}, brevity {brevity:g} window {window} weight {weight:g} depth {depth}", found))
         chosen = best
     print(
         f"\nranking chosen: brevity {chosen.brevity_weight}, window {chosen.neighbour_window}, "
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\nthe floor's trade-off (dev): min_relevance | lexical hit@10, no-answer empty | hybrid hit@10, no-answer empty")
     runs = {mode: ranked(mode, chosen, chosen.strip_periods) for mode in ("lexical", "hybrid")}
     baseline = {mode: score(mode, chosen, runs=runs[mode])["summary"]["all"]["hit@10"] for mode in ("lexical", "hybrid")}
-    best: dict[str, tuple[float, float]] = {}  # mode -> (no-answer share, -floor) of the best floor within the bound
+    best: dict[str, tuple[float, float]] = {}  # mode -> (no-answer share, floor) of the best floor within the bound
     for floor in FLOORS:
         results = {mode: score(mode, chosen, floor=floor, runs=runs[mode]) for mode in ("lexical", "hybrid")}
         hits = {mode: r["summary"]["all"]["hit@10"] for mode, r in results.items()}
@@ -302,10 +306,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         for mode in hits:
             if baseline[mode] - hits[mode] <= MAX_HIT_DROP + 1e-9:
-                best[mode] = max(best.get(mode, (-1.0, 0.0)), (results[mode]["empty"], -floor))
+                best[mode] = max(best.get(mode, (-1.0, 0.0)), (results[mode]["empty"], floor))
         if all(results[m]["empty"] >= 1.0 for m in results) or all(hits[m] == 0 for m in hits):
             break
-    floors = {mode: -found[1] for mode, found in best.items()}
+    floors = {mode: found[1] for mode, found in best.items()}
     floors["hybrid"] = min(floors["hybrid"], HYBRID_FLOOR_CAP)
     # Lexically, a record that matches none of the query's words is judged by the bias alone; the
     # floor stays above that, so such records are never filler (whatever the bound allowed).

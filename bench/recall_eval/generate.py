@@ -4,7 +4,7 @@ questions in four categories with the turn(s) that answer them.
 
     .venv/bin/python -m bench.recall_eval.generate            # writes bench/recall_eval/data/{dev,blind}.json
                                                                # their no-answer parts (noanswer.py)
-                                                               # and the reply parts (reply.py)
+                                                               # and the reply and dated parts (reply.py, dated.py)
 
 The output is deterministic. The blind part is frozen: its sha256 is written into `dataset.py`,
 and the harness refuses to report blind figures for a file that differs (see docs/recall-eval.md).
@@ -492,12 +492,12 @@ def main() -> None:
         questions = sum(len(c["questions"]) for c in part["conversations"])
         turns = sum(len(s["turns"]) for c in part["conversations"] for s in c["sessions"])
         print(f"{name}: {len(part['conversations'])} conversations, {turns} turns, {questions} questions")
-    from bench.recall_eval import noanswer, reply
+    from bench.recall_eval import dated, noanswer, reply
 
-    for name, part in reply.generate().items():
+    for name, part in {**reply.generate(), **dated.generate()}.items():
         (out / f"{name}.json").write_bytes(serialise(part))
         questions = sum(len(c["questions"]) for c in part["conversations"])
-        print(f"{name}: {len(part['conversations'])} conversations, {questions} reply questions")
+        print(f"{name}: {len(part['conversations'])} conversations, {questions} questions")
 
     for name, part in noanswer.generate(parts, serialise).items():
         (out / f"{name}.json").write_bytes(serialise(part))

@@ -232,7 +232,7 @@ def evaluate_part(server, token: str, data: dict, record_turns: dict[str, str], 
     return {
         "sha256": data["sha256"],
         "frozen": data["frozen"],
-        "summary": metrics.summarise(scored, dataset.CATEGORIES),
+        "summary": metrics.summarise(scored, (*dataset.CATEGORIES, *dataset.EXTRA_CATEGORIES)),
         "recall_latency_ms": {"p50": percentile(latencies, 0.5) * 1000, "p95": percentile(latencies, 0.95) * 1000},
         "questions": scored,
     }
@@ -285,8 +285,10 @@ def markdown_table(report: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for part, result in report["parts"].items():
-        for name in (*dataset.CATEGORIES, "all"):
-            row = result["summary"][name]
+        for name in (*dataset.CATEGORIES, *dataset.EXTRA_CATEGORIES, "all"):
+            row = result["summary"].get(name)
+            if row is None or not row["n"]:
+                continue
             mrr = "—" if row["mrr"] is None else f"{row['mrr']:.3f}"
             multi = f"{pct(row['all_evidence@10'])} (of {row['multi_n']})" if row["multi_n"] else "—"
             label = f"**{name}**" if name == "all" else name
@@ -353,15 +355,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", help="JSON report path (default var/recall-eval/<database>-<config>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir and the PostgreSQL database")
     parser.add_argument("--skip-no-answer", action="store_true", help="ask only the answerable questions")
+    parser.add_argument("--skip-extra", action="store_true", help="leave out the reply and dated parts")
     args = parser.parse_args(argv)
 
     parts = ("dev", "blind") if args.part == "both" else (args.part,)
     try:  # refuse a changed blind set before doing anything
         data = {part: dataset.load(part) for part in parts}
         noanswer = {} if args.skip_no_answer else {part: dataset.load_noanswer(part) for part in parts}
+        extra = {} if args.skip_extra else {name: found for part in parts for name, found in dataset.load_extra(part).items()}
     except dataset.BlindSetChanged as exc:
         raise SystemExit(f"refusing to report blind figures: {exc}") from None
-    for part, part_data in data.items():
+    for part, part_data in {**data, **extra}.items():
         problems = dataset.integrity_problems(part_data)
         if problems:
             raise SystemExit(f"{part} data is unsound: {problems[:5]}")
@@ -399,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
         server.call_timeout = args.call_timeout
 
         batch = has_batch_endpoint(server, token)
-        conversations = [conv for part in parts for conv in data[part]["conversations"]]
+        conversations = [conv for part_data in (*data.values(), *extra.values()) for conv in part_data["conversations"]]
         started = time.perf_counter()
         with ThreadPoolExecutor(args.clients) as pool:
             written = list(pool.map(lambda conv: write_conversation(server, token, conv, batch), conversations))
@@ -433,6 +437,9 @@ def main(argv: list[str] | None = None) -> dict:
             "setup": setup,
             "parts": {part: evaluate_part(server, token, data[part], record_turns, recall_fields) for part in parts},
         }
+        # the extra parts after the others, so those run exactly as they did before these existed
+        for name, part_data in extra.items():
+            report["parts"][name] = evaluate_part(server, token, part_data, record_turns, recall_fields)
         # after every answerable question, so those run exactly as they did before this part existed
         report["noanswer"] = {
             part: evaluate_noanswer(server, token, noanswer[part], record_turns, recall_fields) for part in noanswer
