@@ -38,6 +38,8 @@ FROZEN_SHA256 = {
     "blind-noanswer": "06333de2d51aaa511710dfd0def50dfda48a8e1c38a9832c264c1dc7b07af881",
     "dev-reply": "9073c47d33e5ba4e9a17d98c1a42b9613bc5d5c9ed77df795c1837fac7ec510c",
     "blind-reply": "b7565922939f0ecdfd9d4a18d48275246971434a19a3c74cd52f9123d8b0bf6b",
+    "dev-dated": "88c3612c614cf84ab1e56190e40e8a7e6f81ebb575363859535989cedce8d069",
+    "blind-dated": "9156f40f7fa76a4fdcea27b763c787fefa1e345f46bcd625f210fd100ace3db8",
 }
 CATEGORIES = ("single-fact", "multi-hop", "temporal", "open")
 # The categories of the extra parts: the answer is in the reply to the turn with the question's

@@ -5,10 +5,12 @@ computed as documented."""
 import json
 import shutil
 from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 
-from bench.recall_eval import dataset, generate, metrics, noanswer, run
+from bench.recall_eval import dataset, dated, generate, metrics, noanswer, reply, run
+from bench.recall_eval import templates_dated as D
 
 MINIMUM_PER_CATEGORY = {"single-fact": 100, "multi-hop": 60, "temporal": 80, "open": 80}
 
@@ -239,3 +241,86 @@ def test_harness_records_what_recall_returned_for_no_answer_questions(noanswer_p
 
 def test_recall_field_passes_min_relevance_through():
     assert run.parse_pairs(["min_relevance=0.35", "explain=true"], as_json=True) == {"min_relevance": 0.35, "explain": True}
+
+
+# --------------------------------------------------------------------------------------------
+# the extra parts: reply and dated
+
+
+@pytest.fixture(scope="module")
+def extra_parts() -> dict[str, dict]:
+    return {name: data for part in dataset.PARTS for name, data in dataset.load_extra(part).items()}
+
+
+def test_extra_files_are_frozen_reproduced_and_sound(parts, extra_parts):
+    generated = {**reply.generate(), **dated.generate()}
+    assert set(generated) == set(extra_parts) == {name for names in dataset.EXTRA_PARTS.values() for name in names}
+    subjects = {conv["subject"] for data in parts.values() for conv in data["conversations"]}
+    for name, data in extra_parts.items():
+        assert data["frozen"] and data["sha256"] == dataset.FROZEN_SHA256[name], name
+        assert generate.serialise(generated[name]) == dataset.data_path(name).read_bytes(), name
+        assert dataset.integrity_problems(data) == [], name
+        questions = [q for conv in data["conversations"] for q in conv["questions"]]
+        category = name.split("-")[1]
+        assert len(questions) >= 30 and {q["category"] for q in questions} == {category}, name
+        for conv in data["conversations"]:
+            assert conv["subject"] not in subjects, conv["id"]  # conversations of their own
+            subjects.add(conv["subject"])
+
+
+def test_reply_answers_share_no_word_with_their_question_and_follow_a_turn_that_does(extra_parts):
+    for conv in extra_parts["dev-reply"]["conversations"]:
+        names = {name.lower() for name in conv["speakers"]}
+        turns = [turn for session in conv["sessions"] for turn in session["turns"]]
+        place = {turn["id"]: i for i, turn in enumerate(turns)}
+        for question in conv["questions"]:
+            (evidence,) = question["evidence"]
+            answer = turns[place[evidence]]
+            assert reply.overlap(question["question"], answer["text"], names) == set(), question["id"]
+            before = [turns[place[evidence] - d]["text"] for d in (1, 2)]
+            assert any(reply.overlap(question["question"], text, names) for text in before), question["id"]
+
+
+def test_reply_overlap_check_catches_a_shared_stem():
+    assert reply.overlap("Why did Anouk quit the job?", "Anouk: I quit because of the jobs.", {"anouk"}) == {"quit", "job"}
+    assert reply.overlap("Why did Anouk quit the job?", "The commute was two hours each way.", {"anouk"}) == set()
+
+
+def test_dated_questions_name_the_period_their_evidence_was_observed_in(extra_parts):
+    from memory.search.periods import named_periods
+
+    now = datetime(2026, 12, 3, tzinfo=UTC)
+    for conv in extra_parts["dev-dated"]["conversations"]:
+        observed = {turn["id"]: datetime.fromisoformat(s["date"]) for s in conv["sessions"] for turn in s["turns"]}
+        texts = {turn["id"]: turn["text"] for s in conv["sessions"] for turn in s["turns"]}
+        for question in conv["questions"]:
+            (period,) = named_periods(question["question"], now=now)
+            inside = {turn for turn, at in observed.items() if period.start <= at < period.end}
+            assert set(question["evidence"]) <= inside, question["id"]
+            # the same topic's turns outside the period match the question's words as well
+            topic = question["topic"].split(".")[0]
+            says = {text.split("{value}")[0] for text in D.DATED_TOPICS[topic]["says"]}
+            alike = [t for t, text in texts.items() if t not in inside and any(text.startswith(s) for s in says if s)]
+            assert len(alike) >= 5, question["id"]
+
+
+def test_dated_period_check():
+    named = datetime(2023, 5, 17, 10, 0)  # a Wednesday
+    assert dated.within("day", named, datetime(2023, 5, 17, 23, 0)) and not dated.within("day", named, datetime(2023, 5, 18))
+    assert dated.within("week", named, datetime(2023, 5, 15)) and not dated.within("week", named, datetime(2023, 5, 22))
+    assert dated.within("month", named, datetime(2023, 5, 1)) and not dated.within("month", named, datetime(2023, 6, 1))
+
+
+@pytest.mark.parametrize("name", ["blind-reply", "blind-dated"])
+def test_changed_blind_extra_part_is_refused(tmp_path, monkeypatch, name):
+    for other in ("dev", "blind", "dev-noanswer", "blind-noanswer", "dev-reply", "blind-reply", "dev-dated", "blind-dated"):
+        if other != name:
+            shutil.copy(dataset.data_path(other), tmp_path / f"{other}.json")
+    raw = dataset.data_path(name).read_bytes()
+    (tmp_path / f"{name}.json").write_bytes(raw.replace(b'"question": "', b'"question": "Really, ', 1))
+    monkeypatch.setattr(dataset, "DATA_DIR", tmp_path)
+    with pytest.raises(dataset.BlindSetChanged, match="frozen blind set"):
+        dataset.load_extra("blind")
+    with pytest.raises(SystemExit, match="refusing to report blind figures"):
+        run.main(["--part", "blind"])
+    assert all(data["frozen"] for data in dataset.load_extra("dev").values())
