@@ -13,8 +13,9 @@ orders a session as the scoped query does) for every setting tried:
 
 1. The ranking: `brevity_weight`, `neighbour_window`, `neighbour_weight` and `rerank_depth` on a
    grid, scored by dev hit@10 and then MRR, summed over both modes (one recipe serves both);
-   `strip_periods` both ways. `time_weight` is not fitted here: the dev questions hardly name a
-   date (the figure is printed). The brevity grid stops at 0.2 (see BREVITY_WEIGHTS).
+   then, with those, `time_weight` on its grid and `strip_periods` both ways, scored alike (the
+   dated part's questions are the ones that name a date). The brevity grid stops at 0.2 (see
+   BREVITY_WEIGHTS).
 2. The relevance calibration per mode: logistic regression of "this row is an evidence turn" on the
    row's features (coverage, cosine for hybrid, neighbour support), over the re-ranked rows of every
    answerable and no-answer question; the neighbour feature depends on the neighbours' own relevance,
@@ -55,6 +56,7 @@ DEPTHS = (50,)
 # No more than 0.2: the dev set's filler turns are shorter than real chat's, and a weight fitted
 # past that would fit its generator rather than conversations.
 BREVITY_WEIGHTS = (0.0, 0.1, 0.2)
+TIME_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
 FIRST_STAGE_ROWS = 300  # first-stage rows kept per question (the floor's scan goes past the re-ranked ones)
 LIMIT = 10
 NO_FLOOR = {"lexical": 0.0, "hybrid": 0.0}
@@ -247,9 +249,21 @@ def main(argv: list[str] | None = None) -> None:
             for mode, found in scores.items():
                 print(line(f"{mode}, brevity {brevity:g} window {window} weight {weight:g} depth {depth}", found))
         chosen = best
+        best_key = None
+        for time_weight, strip in product(TIME_WEIGHTS, (False, True)):
+            trial = replace(chosen, time_weight=time_weight, strip_periods=strip)
+            scores = {mode: score(mode, trial, strip=strip) for mode in ("lexical", "hybrid")}
+            results = [found["summary"]["all"] for found in scores.values()]
+            key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), -time_weight, -strip)
+            if best_key is None or key > best_key:
+                best_key, best = key, trial
+            for mode, found in scores.items():
+                print(line(f"{mode}, time {time_weight:g} strip_periods {strip}", found))
+        chosen = best
     print(
         f"\nranking chosen: brevity {chosen.brevity_weight}, window {chosen.neighbour_window}, "
-        f"weight {chosen.neighbour_weight}, depth {chosen.depth}"
+        f"weight {chosen.neighbour_weight}, depth {chosen.depth}, time {chosen.time_weight}, "
+        f"strip_periods {chosen.strip_periods}"
     )
     print(header)
     for mode, strip in product(("lexical", "hybrid"), (False, True)):

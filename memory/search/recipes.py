@@ -71,15 +71,15 @@ BM25_DEFAULTS: dict[str, Any] = {"stemmer": "english", "stop_words": "english", 
 RELEVANCE_FEATURES = ("coverage", "cosine", "neighbour")
 SECOND_STAGE_DEFAULTS: dict[str, Any] = {
     "rerank_depth": 50,
-    "neighbour_window": 1,
-    "neighbour_weight": 0.1,
+    "neighbour_window": 3,
+    "neighbour_weight": 0.5,
     "time_weight": 0.3,
     "brevity_weight": 0.2,
     "strip_periods": False,
-    "min_relevance": {"lexical": 0.0024, "hybrid": 0.0002},
+    "min_relevance": {"lexical": 0.0025, "hybrid": 0.0002},
     "relevance": {
-        "lexical": {"bias": -6.082, "coverage": 9.562, "neighbour": 0.0},
-        "hybrid": {"bias": -11.14, "coverage": 7.23, "cosine": 11.298, "neighbour": 0.0},
+        "lexical": {"bias": -6.046, "coverage": 8.2, "neighbour": 4.412},
+        "hybrid": {"bias": -11.229, "coverage": 5.909, "cosine": 11.231, "neighbour": 5.066},
     },
 }
 LEXICAL_DEFAULTS: dict[str, Any] = {**BM25_DEFAULTS, **SECOND_STAGE_DEFAULTS}

@@ -476,15 +476,16 @@ def rerank(
 def _all_under_floor(head: list[Ranked], query: Query, coefficients: Mapping[str, float], floor: float) -> bool:
     """Whether every row the stage could return from `head` (lexical mode) is under `floor`
     whatever the records say: the query is judged and names no period (closeness would add to
-    coverage), neighbours add nothing to relevance, and neither a head row nor a neighbour outside
-    it (no lexical share: the bias alone) reaches the floor. Scores may change with the reads;
-    which rows are under the floor cannot, and a consumer that examines no more than the head
-    (`rerank`'s `scan`) skips and counts the same rows either way."""
-    if floor <= 0 or not query.judged or query.periods or coefficients.get("neighbour", 0.0):
+    coverage), and neither a head row nor a neighbour outside it (no lexical share: the bias alone)
+    reaches the floor even with the most support a neighbour could lend it (the best own relevance
+    among them, at distance 1). Scores may change with the reads; which rows are under the floor
+    cannot, and a consumer that examines no more than the head (`rerank`'s `scan`) skips and counts
+    the same rows either way."""
+    if floor <= 0 or not query.judged or query.periods:
         return False
-    if _logistic(coefficients.get("bias", 0.0)) >= floor:
-        return False
-    return all(_logistic(own_logit(row, query, coefficients)) < floor for row in head)
+    logits = [coefficients.get("bias", 0.0), *(own_logit(row, query, coefficients) for row in head)]
+    lift = max(coefficients.get("neighbour", 0.0), 0.0) * _logistic(max(logits))
+    return all(_logistic(logit + lift) < floor for logit in logits)
 
 
 def _outside_row(found: Facts, *, now: datetime, fusion: Fusion | None) -> Ranked:

@@ -3,6 +3,7 @@ each shown in score_parts, each changing the ranking only when it is on; neighbo
 hard-filtered scope."""
 
 import itertools
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -185,3 +186,20 @@ def test_bad_second_stage_keys_are_refused(keys, field):
 
 def test_one_floor_number_sets_both_modes():
     assert lexical_recipe({"min_relevance": 0.2})["min_relevance"] == {"lexical": 0.2, "hybrid": 0.2}
+
+
+def test_reads_are_skipped_only_when_no_neighbour_could_lift_a_row_over_the_floor():
+    # A head row a little under the floor could pass it with a strongly relevant neighbour's support,
+    # so the records are read; with no neighbour weight, or a floor above any lift, they need not be.
+    from memory.search.ranking import Ranked
+    from memory.search.rerank import Query, _all_under_floor, _logistic
+
+    coefficients = {"bias": -6.0, "coverage": 8.0, "neighbour": 4.0}
+    query = Query(idfs={"gelato": 2.0, "flavour": 2.0})
+    strong = Ranked(record_id=uuid.uuid4(), parts={"lexical": 2.0}, confirmed=0.0)  # half the query: coverage 0.5
+    own = _logistic(-6.0 + 8.0 * 0.5)
+    assert not _all_under_floor([strong], query, coefficients, own)  # it passes on its own
+    lifted = _logistic(-6.0 + 8.0 * 0.5 + 4.0 * own)
+    assert not _all_under_floor([strong], query, coefficients, (own + lifted) / 2)  # a neighbour could lift it
+    assert _all_under_floor([strong], query, {**coefficients, "neighbour": 0.0}, (own + lifted) / 2)
+    assert _all_under_floor([strong], query, coefficients, lifted * 1.001)
