@@ -5,6 +5,7 @@ propagation still scrubs a subject's history in every partition, and the disk st
 partition's files."""
 
 import io
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -280,3 +281,149 @@ def test_the_command_lists_the_months_and_the_horizon(settings):
         assert f"{datetime.now(UTC):%Y-%m}" in months and months[-1] == "default"
     else:
         assert months == []
+
+
+# --------------------------------------------------------------------------------------------
+# a month's drop racing a forget's scrub
+
+RACE_RECORDS = 30
+HOLD = 0.6  # seconds a transaction is held open while the other side waits on it
+
+
+def _forgotten_past_the_horizon(write, reviewer_actor, *, now: datetime, horizon: datetime, subject: str, secret: str) -> list:
+    """RACE_RECORDS records of `subject`, each with two rows in the month before the horizon (its
+    creation, and its state at the horizon, which is kept: copied out as the month goes) and a row
+    of this month; every row holds the secret."""
+    records = []
+    for n in range(RACE_RECORDS):
+        record = write(
+            subject=subject, content=f"Locker {n} code is {secret}.", provenance={"uri": f"https://x.example/{secret}"}
+        )
+        memory_confirm(record_id=record.pk, expected_version=1, actor=reviewer_actor, note=f"Read back {secret}.")
+        memory_confirm(record_id=record.pk, expected_version=2, actor=reviewer_actor, note=f"Again {secret}.")
+        created, state, _ = rows_of(record)
+        date_rows([(created.history_id, horizon - 10 * DAY), (state.history_id, horizon - 3 * DAY)])
+        records.append(record)
+    return records
+
+
+def _in_threads(**work) -> tuple[list, dict]:
+    """Each of `work`'s callables in a thread of its own (its own connection), started together;
+    their errors and their results."""
+    import threading
+
+    from django.db import connections
+
+    errors, results = [], {}
+
+    def run(name: str, call) -> None:
+        try:
+            results[name] = call()
+        except BaseException as exc:  # the caller's assertion names it
+            errors.append((name, repr(exc)))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=item) for item in work.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return errors, results
+
+
+@pytest.mark.parametrize("order", ["scrub_between", "scrub_holds", "drop_holds"])
+@pytest.mark.postgresql(reason="SQLite has one writer at a time: the drop and the scrub cannot overlap")
+@pytest.mark.django_db(transaction=True)
+def test_a_month_dropped_while_a_forget_scrubs_it_leaves_no_copy_of_the_subject(settings, tenant, write, reviewer_actor, order):
+    # The drop chooses the rows to keep (one transaction), then detaches the month, copies them out
+    # and drops it (another); the forget's propagation scrubs the subject's history rows wherever
+    # they are. Each interleaving is forced: the scrub commits between the drop's two transactions
+    # (scrub_between); the scrub has scrubbed and not committed when the drop detaches, which waits
+    # for it (scrub_holds); the drop has detached and not committed when the scrub starts, which
+    # waits for it (drop_holds). No row anywhere may keep the forgotten subject's words, and a
+    # subject not forgotten keeps its state rows whole.
+    import threading
+
+    settings.HISTORY_RETENTION_DAYS = 130
+    history = current().history
+    now = datetime.now(UTC)
+    horizon = history_horizon(now, settings.HISTORY_RETENTION_DAYS)
+    history.ensure_history_partitions(now=month(now, 8), months_ahead=8)
+    secret, control = canary(), canary()
+    forgotten = _forgotten_past_the_horizon(
+        write, reviewer_actor, now=now, horizon=horizon, subject="customer/gone", secret=secret
+    )
+    kept = _forgotten_past_the_horizon(write, reviewer_actor, now=now, horizon=horizon, subject="customer/kept", secret=control)
+    forget_request_create(actor=reviewer_actor, tenant=tenant, subject="customer/gone", reason="erasure")
+    chosen, scrubbing, scrubbed, detached = (threading.Event() for _ in range(4))
+    waited: dict[str, float] = {}
+    target = f"memory_historicalmemoryrecord_p{horizon - 3 * DAY:%Y_%m}"  # the month holding the rows
+    dropping = [""]  # the month the drop is at (older, empty months go first)
+
+    def drop_hook(execute, sql, params, many, context):
+        if sql.startswith("SELECT count(*) FROM memory_historicalmemoryrecord_p"):  # a month's first statement
+            dropping[0] = sql.rsplit(" ", 1)[-1]
+        if dropping[0] != target:
+            return execute(sql, params, many, context)
+        if sql.startswith("SET CONSTRAINTS ALL IMMEDIATE"):  # the detaching transaction's first statement
+            chosen.set()
+            if order in ("scrub_between", "scrub_holds"):
+                assert (scrubbed if order == "scrub_between" else scrubbing).wait(30)
+        began = time.monotonic()
+        result = execute(sql, params, many, context)
+        if "DETACH PARTITION" in sql:
+            waited["detach"] = max(waited.get("detach", 0.0), time.monotonic() - began)  # one per month dropped
+            detached.set()
+            if order == "drop_holds":
+                time.sleep(HOLD)
+        return result
+
+    def scrub_hook(execute, sql, params, many, context):
+        began = time.monotonic()
+        result = execute(sql, params, many, context)
+        if '"memory_historicalmemoryrecord"' in sql:  # the scrub's read of the rows' subjects, or its update
+            waited["scrub"] = max(waited.get("scrub", 0.0), time.monotonic() - began)
+        if sql.startswith('UPDATE "memory_historicalmemoryrecord"'):
+            scrubbing.set()
+            if order == "scrub_holds":
+                time.sleep(HOLD)
+        return result
+
+    def drop():
+        with connection.execute_wrapper(drop_hook):
+            return history.drop_history_before(horizon=horizon, batch_size=1000)
+
+    def scrub():
+        try:
+            assert (detached if order == "drop_holds" else chosen).wait(30)
+            with connection.execute_wrapper(scrub_hook):
+                return run_job("propagate_forgets", trigger="run_job").status
+        finally:
+            scrubbed.set()
+
+    errors, results = _in_threads(drop=drop, scrub=scrub)
+
+    assert errors == [] and results["scrub"] == JobRun.Status.SUCCEEDED, (errors, results)
+    assert results["drop"]["history_partitions_dropped"] >= 1 and results["drop"]["history_rows_kept"] == 2 * RACE_RECORDS
+    assert chosen.is_set() and detached.is_set()  # the drop reached the month holding the rows
+    if order == "scrub_holds":  # the detach waited for the scrub's commit
+        assert waited["detach"] >= HOLD / 2, waited
+    if order == "drop_holds":  # the scrub's first read of the history waited for the drop's commit
+        assert waited["scrub"] >= HOLD / 2, waited
+    fingerprint = subject_fingerprint(tenant.pk, "customer/gone")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM memory_historicalmemoryrecord WHERE content LIKE %s OR subject LIKE %s "
+            "OR source_uri LIKE %s OR history_note LIKE %s",
+            [f"%{secret}%"] * 4,
+        )
+        assert cursor.fetchone()[0] == 0
+    for record in forgotten:  # its state at the horizon survived the drop, scrubbed; its creation went with the month
+        rows = rows_of(record)
+        assert rows[0].history_date == horizon - 3 * DAY and len(rows) >= 2
+        assert all(row.content == "" and row.subject == fingerprint for row in rows)
+    for record in kept:
+        rows = rows_of(record)
+        assert rows[0].history_date == horizon - 3 * DAY and control in rows[0].content
+    assert target not in partition_tables()
