@@ -203,3 +203,23 @@ def test_reads_are_skipped_only_when_no_neighbour_could_lift_a_row_over_the_floo
     assert not _all_under_floor([strong], query, coefficients, (own + lifted) / 2)  # a neighbour could lift it
     assert _all_under_floor([strong], query, {**coefficients, "neighbour": 0.0}, (own + lifted) / 2)
     assert _all_under_floor([strong], query, coefficients, lifted * 1.001)
+
+
+def test_a_reply_next_to_a_strong_match_keeps_the_relevance_its_own_words_would_not_give_it(credential, conversation):
+    # The reply shares no word with the question but "Ana": its neighbour's support (the recipe's
+    # relevance "neighbour") lifts its relevance, so a floor its own words would not pass keeps it.
+    asked, reply = conversation
+    question = "Why did Ana quit her job?"
+    relevance = SECOND_STAGE_DEFAULTS["relevance"]
+    without = {**relevance, "lexical": {**relevance["lexical"], "neighbour": 0.0}}
+    assert relevance["lexical"]["neighbour"] > 0
+
+    def judged(coefficients, floor=0.0):
+        _with_recipe(relevance=coefficients)
+        found = recall(credential=credential, q=RecallQuery(query=question, purpose="support", limit=5, min_relevance=floor))
+        return {item.record.pk: item.relevance for item in found.items}
+
+    alone, supported = judged(without), judged(relevance)
+    assert supported[reply.pk] > 2 * alone[reply.pk] and supported[asked.pk] >= alone[asked.pk]  # support only raises
+    floor = (alone[reply.pk] + supported[reply.pk]) / 2
+    assert reply.pk in judged(relevance, floor) and reply.pk not in judged(without, floor)
