@@ -442,12 +442,14 @@ def rerank(
     full = WEIGHT if fusion is not None else (query.weight or 1.0)
     near = {pk: closeness(facts.get(pk), query.periods) for pk in pool}
     short = {pk: brevity(facts.get(pk)) for pk in pool}
-    own = {pk: _logistic(own_logit(row, query, coefficients, near[pk])) for pk, row in pool.items()}
+    logits = {pk: own_logit(row, query, coefficients, near[pk]) for pk, row in pool.items()}
+    own = {pk: _logistic(logit) for pk, logit in logits.items()}
+    matched = {pk: match(row) for pk, row in pool.items()}  # (the parts added below are not in it)
     reranked = []
     for pk, row in pool.items():
-        gain, support, mine = 0.0, 0.0, match(row)
+        gain, support, mine = 0.0, 0.0, matched[pk]
         for other, distance in links.get(pk, ()):
-            gain = max(gain, (match(pool[other]) - mine) / distance)
+            gain = max(gain, (matched[other] - mine) / distance)
             support = max(support, own[other] / distance)
         added = {
             "neighbour": settings.neighbour_weight * gain,
@@ -455,14 +457,15 @@ def rerank(
             "brevity": -settings.brevity_weight * full * short[pk],
         }
         parts = {name: value for name, value in added.items() if value}
-        logit = own_logit(row, query, coefficients, near[pk]) + nb_coefficient * support
-        relevance = _logistic(logit) if query.judged else 1.0
+        relevance = _logistic(logits[pk] + nb_coefficient * support) if query.judged else 1.0
         if observe is not None:
             cosine = row.parts.get("semantic", 0.0) if query.mode == "hybrid" else 0.0
             features = {"coverage": coverage(row, query, near[pk]), "cosine": cosine, "neighbour": support, "time": near[pk]}
             observe(row, {**features, "brevity": short[pk]})
-        reranked.append(replace(_with(row, **parts), relevance=relevance))
-    reranked.sort(key=lambda row: (-row.score, -match(row), -row.confirmed, str(row.record_id)))
+        reranked.append(
+            replace(row, parts={**row.parts, **parts}, relevance=relevance) if parts else replace(row, relevance=relevance)
+        )
+    reranked.sort(key=lambda row: (-row.score, -matched[row.record_id], -row.confirmed, str(row.record_id)))
     yield from reranked
     for row in rows:
         if row.record_id in pool:
