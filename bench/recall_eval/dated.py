@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from bench.recall_eval import templates as T
 from bench.recall_eval import templates_dated as D
-from bench.recall_eval.generate import Builder, Conversation, Turn, fill, to_json
+from bench.recall_eval.generate import Builder, Conversation, Turn, extra_parts, fill, session_dates
 
 DATED_SEED = 20261204
 CONVERSATIONS_PER_PART = 3
@@ -47,10 +47,7 @@ def when(form: str, day: datetime) -> str:
 
 def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]) -> Conversation:
     start = datetime(2023, 1, rng.randint(2, 20), rng.randint(8, 21), rng.choice([0, 15, 30, 45]))
-    dates = [start]
-    for _ in range(SESSIONS - 1):
-        nxt = dates[-1] + timedelta(days=rng.randint(*GAP_DAYS))
-        dates.append(nxt.replace(hour=rng.randint(8, 21), minute=rng.choice([0, 15, 30, 45])))
+    dates = session_dates(rng, start, SESSIONS, GAP_DAYS)
     conv = Conversation(id=f"rc-{index:02d}", speakers=speakers, dates=dates, blocks=[[] for _ in range(SESSIONS)])
     builder = Builder(rng, conv)
     topics = rng.sample(sorted(D.DATED_TOPICS), 2 * TOPICS_PER_SPEAKER)
@@ -82,12 +79,12 @@ def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]
 
 
 def generate() -> dict[str, dict]:
-    rng = random.Random(DATED_SEED)
-    count = 2 * CONVERSATIONS_PER_PART
-    names = rng.sample(D.DATED_SPEAKERS, 2 * count)
-    conversations = [to_json(build_conversation(rng, FIRST_INDEX + i, (names[2 * i], names[2 * i + 1]))) for i in range(count)]
-    header = {"format": 1, "seed": DATED_SEED, "generator": "bench.recall_eval.dated"}
-    return {
-        "dev-dated": {**header, "part": "dev-dated", "conversations": conversations[:CONVERSATIONS_PER_PART]},
-        "blind-dated": {**header, "part": "blind-dated", "conversations": conversations[CONVERSATIONS_PER_PART:]},
-    }
+    return extra_parts(
+        CATEGORY,
+        seed=DATED_SEED,
+        generator="bench.recall_eval.dated",
+        speakers=D.DATED_SPEAKERS,
+        first_index=FIRST_INDEX,
+        per_part=CONVERSATIONS_PER_PART,
+        build=build_conversation,
+    )

@@ -14,6 +14,7 @@ Regenerating is only for building a new version of the set, never for tuning.
 import argparse
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -408,12 +409,22 @@ def plan_speakers(rng: random.Random, speakers: tuple[str, str]) -> dict[str, di
     return plans
 
 
-def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]) -> Conversation:
-    start = datetime(2023, rng.randint(1, 6), rng.randint(1, 28), rng.randint(8, 21), rng.choice([0, 15, 30, 45]))
+def session_dates(rng: random.Random, start: datetime, count: int, gap_days: tuple[int, int] = (6, 24)) -> list[datetime]:
+    """`count` session times from `start`, each `gap_days` (a range) after the one before, at a
+    random hour and quarter."""
     dates = [start]
-    for _ in range(N_SESSIONS - 1):
-        nxt = dates[-1] + timedelta(days=rng.randint(6, 24))
+    for _ in range(count - 1):
+        nxt = dates[-1] + timedelta(days=rng.randint(*gap_days))
         dates.append(nxt.replace(hour=rng.randint(8, 21), minute=rng.choice([0, 15, 30, 45])))
+    return dates
+
+
+def first_session(rng: random.Random) -> datetime:
+    return datetime(2023, rng.randint(1, 6), rng.randint(1, 28), rng.randint(8, 21), rng.choice([0, 15, 30, 45]))
+
+
+def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]) -> Conversation:
+    dates = session_dates(rng, first_session(rng), N_SESSIONS)
     conv = Conversation(id=f"rc-{index:02d}", speakers=speakers, dates=dates)
     builder = Builder(rng, conv)
     plans = plan_speakers(rng, speakers)
@@ -474,6 +485,27 @@ def generate() -> dict[str, dict]:
         "dev": {**header, "part": "dev", "conversations": conversations[:N_DEV]},
         "blind": {**header, "part": "blind", "conversations": conversations[N_DEV:]},
     }
+
+
+def extra_parts(
+    kind: str,
+    *,
+    seed: int,
+    generator: str,
+    speakers: list[str],
+    first_index: int,
+    per_part: int,
+    build: Callable[[random.Random, int, tuple[str, str]], Conversation],
+) -> dict[str, dict]:
+    """An extra part's dev and blind files (`dev-<kind>`, `blind-<kind>`): 2 x `per_part`
+    conversations numbered from `first_index`, each built by `build` with two speakers of
+    `speakers`, from a random stream of its own (`seed`)."""
+    rng = random.Random(seed)
+    names = rng.sample(speakers, 4 * per_part)
+    conversations = [to_json(build(rng, first_index + i, (names[2 * i], names[2 * i + 1]))) for i in range(2 * per_part)]
+    header = {"format": 1, "seed": seed, "generator": generator}
+    halves = {"dev": conversations[:per_part], "blind": conversations[per_part:]}
+    return {f"{part}-{kind}": {**header, "part": f"{part}-{kind}", "conversations": chunk} for part, chunk in halves.items()}
 
 
 def serialise(part: dict) -> bytes:

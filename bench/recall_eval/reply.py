@@ -14,13 +14,22 @@ speaker names aside.
 
 import random
 import re
-from datetime import datetime, timedelta
 
 import snowballstemmer
 
 from bench.recall_eval import templates as T
 from bench.recall_eval import templates_reply as R
-from bench.recall_eval.generate import N_SESSIONS, Builder, Conversation, Turn, draw_slots, fill, to_json
+from bench.recall_eval.generate import (
+    N_SESSIONS,
+    Builder,
+    Conversation,
+    Turn,
+    draw_slots,
+    extra_parts,
+    fill,
+    first_session,
+    session_dates,
+)
 
 REPLY_SEED = 20261203
 CONVERSATIONS_PER_PART = 3
@@ -50,12 +59,7 @@ def overlap(question: str, answer: str, names: set[str]) -> set[str]:
 
 
 def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]) -> Conversation:
-    start = datetime(2023, rng.randint(1, 6), rng.randint(1, 28), rng.randint(8, 21), rng.choice([0, 15, 30, 45]))
-    dates = [start]
-    for _ in range(N_SESSIONS - 1):
-        nxt = dates[-1] + timedelta(days=rng.randint(6, 24))
-        dates.append(nxt.replace(hour=rng.randint(8, 21), minute=rng.choice([0, 15, 30, 45])))
-    conv = Conversation(id=f"rc-{index:02d}", speakers=speakers, dates=dates)
+    conv = Conversation(id=f"rc-{index:02d}", speakers=speakers, dates=session_dates(rng, first_session(rng), N_SESSIONS))
     builder = Builder(rng, conv)
     topics = rng.sample(sorted(R.REPLY_TOPICS), 2 * TOPICS_PER_SPEAKER)
     names = {name.lower() for name in speakers}
@@ -86,12 +90,12 @@ def build_conversation(rng: random.Random, index: int, speakers: tuple[str, str]
 
 
 def generate() -> dict[str, dict]:
-    rng = random.Random(REPLY_SEED)
-    count = 2 * CONVERSATIONS_PER_PART
-    names = rng.sample(R.REPLY_SPEAKERS, 2 * count)
-    conversations = [to_json(build_conversation(rng, FIRST_INDEX + i, (names[2 * i], names[2 * i + 1]))) for i in range(count)]
-    header = {"format": 1, "seed": REPLY_SEED, "generator": "bench.recall_eval.reply"}
-    return {
-        "dev-reply": {**header, "part": "dev-reply", "conversations": conversations[:CONVERSATIONS_PER_PART]},
-        "blind-reply": {**header, "part": "blind-reply", "conversations": conversations[CONVERSATIONS_PER_PART:]},
-    }
+    return extra_parts(
+        CATEGORY,
+        seed=REPLY_SEED,
+        generator="bench.recall_eval.reply",
+        speakers=R.REPLY_SPEAKERS,
+        first_index=FIRST_INDEX,
+        per_part=CONVERSATIONS_PER_PART,
+        build=build_conversation,
+    )
