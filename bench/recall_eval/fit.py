@@ -235,31 +235,39 @@ def main(argv: list[str] | None = None) -> None:
         first_stage = [(case, case["rows"]) for case in select(mode, False)]
         print(line(f"{mode}, first stage", score(mode, base, runs=first_stage)))
     chosen = replace(base, min_relevance=NO_FLOOR)
-    if not args.quick:
+
+    def best_of(trials) -> Settings:
+        """The trial (label, settings, tie-break) with the most dev hit@10, then MRR, summed over both
+        modes; then the larger tie-break. Prints each trial's line per mode."""
         best_key, best = None, None
-        for brevity, window, weight, depth in product(BREVITY_WEIGHTS, WINDOWS, WEIGHTS, DEPTHS):
-            if (window == 0) != (weight == 0.0):
-                continue
-            trial = replace(chosen, brevity_weight=brevity, neighbour_window=window, neighbour_weight=weight, depth=depth)
-            scores = {mode: score(mode, trial) for mode in ("lexical", "hybrid")}
+        for label, trial, tiebreak in trials:
+            scores = {mode: score(mode, trial, strip=trial.strip_periods) for mode in ("lexical", "hybrid")}
             results = [found["summary"]["all"] for found in scores.values()]
-            key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), -window, -depth)
+            key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), *tiebreak)
             if best_key is None or key > best_key:
                 best_key, best = key, trial
             for mode, found in scores.items():
-                print(line(f"{mode}, brevity {brevity:g} window {window} weight {weight:g} depth {depth}", found))
-        chosen = best
-        best_key = None
-        for time_weight, strip in product(TIME_WEIGHTS, (False, True)):
-            trial = replace(chosen, time_weight=time_weight, strip_periods=strip)
-            scores = {mode: score(mode, trial, strip=strip) for mode in ("lexical", "hybrid")}
-            results = [found["summary"]["all"] for found in scores.values()]
-            key = (round(sum(r["hit@10"] for r in results), 6), round(sum(r["mrr"] for r in results), 6), -time_weight, -strip)
-            if best_key is None or key > best_key:
-                best_key, best = key, trial
-            for mode, found in scores.items():
-                print(line(f"{mode}, time {time_weight:g} strip_periods {strip}", found))
-        chosen = best
+                print(line(f"{mode}, {label}", found))
+        return best
+
+    if not args.quick:
+        chosen = best_of(
+            (
+                f"brevity {brevity:g} window {window} weight {weight:g} depth {depth}",
+                replace(chosen, brevity_weight=brevity, neighbour_window=window, neighbour_weight=weight, depth=depth),
+                (-window, -depth),
+            )
+            for brevity, window, weight, depth in product(BREVITY_WEIGHTS, WINDOWS, WEIGHTS, DEPTHS)
+            if (window == 0) == (weight == 0.0)
+        )
+        chosen = best_of(
+            (
+                f"time {time_weight:g} strip_periods {strip}",
+                replace(chosen, time_weight=time_weight, strip_periods=strip),
+                (-time_weight, -strip),
+            )
+            for time_weight, strip in product(TIME_WEIGHTS, (False, True))
+        )
     print(
         f"\nranking chosen: brevity {chosen.brevity_weight}, window {chosen.neighbour_window}, "
         f"weight {chosen.neighbour_weight}, depth {chosen.depth}, time {chosen.time_weight}, "
