@@ -366,15 +366,11 @@ def on_query_scale(row: Ranked, query: Query) -> Ranked:
     lexical, cosine = row.parts.get("lexical", 0.0), row.parts.get("semantic", 0.0)
     share = max(0.0, min(1.0, lexical / query.weight)) if query.weight > 0 else 0.0
     fused = WEIGHT * (ALPHA * share + (1 - ALPHA) * cosine)
-    return _with(row, fusion=fused - lexical - cosine)
+    return replace(row, parts={**row.parts, "fusion": fused - lexical - cosine})
 
 
 # --------------------------------------------------------------------------------------------
 # the stage
-
-
-def _with(row: Ranked, **parts: float) -> Ranked:
-    return replace(row, parts={**row.parts, **parts})
 
 
 def _neighbours(placed: list[Facts], window: int) -> dict[uuid.UUID, list[tuple[uuid.UUID, int]]]:
@@ -462,9 +458,7 @@ def rerank(
             cosine = row.parts.get("semantic", 0.0) if query.mode == "hybrid" else 0.0
             features = {"coverage": coverage(row, query, near[pk]), "cosine": cosine, "neighbour": support, "time": near[pk]}
             observe(row, {**features, "brevity": short[pk]})
-        reranked.append(
-            replace(row, parts={**row.parts, **parts}, relevance=relevance) if parts else replace(row, relevance=relevance)
-        )
+        reranked.append(replace(row, parts={**row.parts, **parts}, relevance=relevance))
     reranked.sort(key=lambda row: (-row.score, -matched[row.record_id], -row.confirmed, str(row.record_id)))
     yield from reranked
     for row in rows:

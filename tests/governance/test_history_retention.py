@@ -5,12 +5,13 @@ propagation still scrubs a subject's history in every partition, and the disk st
 partition's files."""
 
 import io
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from governance.forget.services import forget_request_create
 from governance.jobs import run_job
@@ -310,10 +311,6 @@ def _forgotten_past_the_horizon(write, reviewer_actor, *, now: datetime, horizon
 def _in_threads(**work) -> tuple[list, dict]:
     """Each of `work`'s callables in a thread of its own (its own connection), started together;
     their errors and their results."""
-    import threading
-
-    from django.db import connections
-
     errors, results = [], {}
 
     def run(name: str, call) -> None:
@@ -343,8 +340,6 @@ def test_a_month_dropped_while_a_forget_scrubs_it_leaves_no_copy_of_the_subject(
     # for it (scrub_holds); the drop has detached and not committed when the scrub starts, which
     # waits for it (drop_holds). No row anywhere may keep the forgotten subject's words, and a
     # subject not forgotten keeps its state rows whole.
-    import threading
-
     settings.HISTORY_RETENTION_DAYS = 130
     history = current().history
     now = datetime.now(UTC)
