@@ -178,10 +178,10 @@ def embed(texts: list[str]):
 
 
 def _set_threads() -> None:
-    """Run the model, and the BLAS behind numpy's vector scans (an approximate partition scored
-    whole, `memory.search.ann`), on SEMANTIC_MODEL_THREADS threads in this process, set before the
-    model's first run (in the process that runs it, never in a parent that forks the serving
-    processes). torch and OpenBLAS spread one short query over every core by default, and on a
+    """Run the model, and the BLAS behind numpy's vector scans, on SEMANTIC_MODEL_THREADS threads in
+    this process (faiss's searches, `memory.search.ann`, follow torch's: one OpenMP runtime), set
+    before the model's first run (in the process that runs it, never in a parent that forks the
+    serving processes). torch and OpenBLAS spread one short query over every core by default, and on a
     machine whose cores are shared by several workers, each waits for the others' threads to yield."""
     import torch
     from threadpoolctl import threadpool_limits

@@ -14,7 +14,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from memory.models import ReviewerToken
-from memory.search import IndexKind, IndexStatus, SearchIndex, gates, register_promotion_gate, semantic
+from memory.search import IndexKind, IndexStatus, SearchIndex, ann, gates, register_promotion_gate, semantic
 from memory.search.build import AUTO_SEMANTIC_NAME, ensure_semantic_index, retire_index
 from memory.tasks import build_search_index, request_semantic_index
 from tests.processes import ROOT, CeleryStack, database_url_for_subprocesses, wait_for
@@ -195,16 +195,22 @@ def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_pro
     def blas_threads() -> set[int]:
         return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
 
-    before = torch.get_num_threads()
+    faiss = ann.faiss_module()
+    before = torch.get_num_threads(), faiss.omp_get_max_threads()
     monkeypatch.setattr(semantic._model, "ran", False)  # as in a freshly forked worker
     torch.set_num_threads(2)
+    faiss.omp_set_num_threads(2)
     with threadpool_limits(limits=2, user_api="blas"):
         assert blas_threads() == {2}
         settings.SEMANTIC_MODEL_THREADS = 1
         try:
             assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
             assert torch.get_num_threads() == 1
-            assert blas_threads() == {1}  # numpy's BLAS, which scores a partition's mapped vectors
+            assert blas_threads() == {1}  # numpy's BLAS, which scores a table's vectors
+            # faiss's, which searches a partition: torch's setting reaches it (one OpenMP runtime);
+            # on two threads one query took 40 ms, on one 6 ms
+            assert faiss.omp_get_max_threads() == 1
             assert semantic._model.ran
         finally:
-            torch.set_num_threads(before)
+            torch.set_num_threads(before[0])
+            faiss.omp_set_num_threads(before[1])
