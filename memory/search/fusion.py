@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 
-from memory.search.ranking import Ranked, priors
+from memory.search.ranking import Ranked, priors, reading
 from memory.search.semantic import Similarity
 
 DEPTH = 100  # rows taken from each ranking
@@ -90,7 +90,8 @@ class Fusion:
         if not similarity.top:
             yield from lexical
             return
-        head = list(islice(lexical, self.depth))
+        with reading(self.depth):
+            head = list(islice(lexical, self.depth))
         similarity.prefetch([row.record_id for row in head])
         # record id -> (bm25, cosine or None while its vector is pending, priors, confirmed)
         pool: dict[uuid.UUID, tuple[float, float | None, dict, float]] = {}

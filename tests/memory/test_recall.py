@@ -1,6 +1,7 @@
 """Recall as a function: hard filters first, explainable ranking (BM25 within the scope, the same on
 both databases), token budget."""
 
+import itertools
 import math
 import re
 import uuid
@@ -13,9 +14,10 @@ from memory.engine.postgres import ranking as postgres_ranking
 from memory.errors import ScopeDenied, ValidationFailed
 from memory.models import MemoryRecord
 from memory.recall import RecallQuery, parse_recall, recall, recall_for_agent
-from memory.search import active_index, ranking
+from memory.search import active_index, fusion, ranking
 from memory.search.build import build_and_promote, request_rebuild
 from memory.search.ranking import Ranked
+from memory.search.semantic import Similar, Similarity
 from memory.services import memory_retire
 
 pytestmark = pytest.mark.django_db
@@ -362,6 +364,43 @@ def test_the_ranking_is_the_same_however_few_rows_are_read_at_a_time(write, cred
     assert scores == sorted(scores, reverse=True)
     assert len(full.items) == full.candidates == MemoryRecord.objects.filter(status="active").count()
     assert any(item.score_parts["lexical"] == 0 for item in full.items)  # non-matches follow, by their priors
+
+
+def _stream(asked: list[int], size: int = 300):
+    """A ranked stream of `size` rows read the way an engine's statements are (`ranking.paged`),
+    each read's LIMIT recorded in `asked`."""
+    ids = [uuid.UUID(int=n + 1) for n in range(size)]
+
+    def read(limit: int) -> list[Ranked]:
+        asked.append(limit)
+        priors = {"authority": 0.8, "confidence": 0.4, "recency": 0.5}
+        return [
+            Ranked(record_id=pk, parts={"lexical": float(size - n), **priors}, confirmed=0.0) for n, pk in enumerate(ids[:limit])
+        ]
+
+    return ranking.paged(read)
+
+
+def test_fusion_reads_its_pool_of_the_lexical_ranking_in_one_statement_per_stream():
+    # Scoring a common word's records costs about the same for 50 rows as for 200: a stream read
+    # 50 at first and then 200 ran its statement twice to give the 100 fusion takes.
+    asked: list[int] = []
+    assert len(list(itertools.islice(_stream(asked), 100))) == 100
+    assert asked == [ranking.FIRST_FETCH, 4 * ranking.FIRST_FETCH]  # a reader that said nothing
+
+    asked.clear()
+    with ranking.reading(fusion.DEPTH):
+        assert len(list(itertools.islice(_stream(asked), fusion.DEPTH))) == fusion.DEPTH
+    assert asked == [fusion.DEPTH]
+    asked.clear()
+    list(itertools.islice(_stream(asked), 10))
+    assert asked == [ranking.FIRST_FETCH]  # only within
+
+    asked.clear()
+    now = timezone.now()
+    similarity = Similarity(top=[Similar(uuid.uuid4(), 0.5, "user", 0.9, now)])
+    fused = list(itertools.islice(fusion.Fusion(_stream(asked), similarity, now=now), fusion.DEPTH + 1))
+    assert asked == [fusion.DEPTH] and len(fused) == fusion.DEPTH + 1
 
 
 # PostgreSQL chooses how to find the best rows (memory.engine.postgres.ranking.sources); each choice must give
