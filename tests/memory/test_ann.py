@@ -272,6 +272,35 @@ def test_records_the_scope_excludes_are_never_returned_though_the_graph_proposes
     assert [item.record.pk for item in ask(other_agent, QUERIES[0]).items] == [foreign.pk]
 
 
+def test_candidates_are_checked_best_first_and_no_further_than_the_answer_needs(
+    credential, records, reviewer_actor, no_margin, paths, monkeypatch
+):
+    index = build()
+    checked, asked = vectors.read_checked, []  # (the paths fixture's spy, wrapped)
+
+    def counting(name, record_ids, *args, **kwargs):
+        asked.append(len(record_ids))
+        return checked(name, record_ids, *args, **kwargs)
+
+    monkeypatch.setattr(vectors, "read_checked", counting)
+    query, depth = QUERIES[0], 3
+    found = semantic.similar(index, scope_of(credential), query, depth=depth)
+    assert same_ranking(found, paths["exact_scan"](index, scope_of(credential), query, depth=depth))
+    assert paths["searched"][-1] and len(paths["searched"][-1]) == len(TEXTS)  # oversample x depth proposed
+    assert asked == [4]  # checked: the best 1.25 x depth of them, all in the scope
+
+    # The two best leave the scope (the graph still proposes them): of the first four checked, two
+    # count, so the rest are checked too, and the answer is still the exact scan's.
+    gone = [hit.record_id for hit in found.top[:2]]
+    for record in MemoryRecord.objects.filter(pk__in=gone):
+        memory_retire(record_id=record.pk, expected_version=record.version, actor=reviewer_actor, note="outdated")
+    asked.clear()
+    found = semantic.similar(index, scope_of(credential), query, depth=depth)
+    assert asked == [4, len(TEXTS) - 4]
+    assert same_ranking(found, paths["exact_scan"](index, scope_of(credential), query, depth=depth))
+    assert not {hit.record_id for hit in found.top} & set(gone) and len(found.top) == depth
+
+
 # --------------------------------------------------------------------------------------------
 # 3. a vector stored after the snapshot is found at once
 
