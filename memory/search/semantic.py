@@ -183,8 +183,9 @@ def _set_threads() -> None:
     """Run the model, and the BLAS behind numpy's vector scans, on SEMANTIC_MODEL_THREADS threads in
     this process (faiss's searches, `memory.search.ann`, follow torch's: one OpenMP runtime), set
     before the model's first run (in the process that runs it, never in a parent that forks the
-    serving processes). torch and OpenBLAS spread one short query over every core by default, and on a
-    machine whose cores are shared by several workers, each waits for the others' threads to yield."""
+    serving processes). torch and OpenBLAS spread one short query over every core by default, and
+    on a machine whose cores are shared by several workers, each waits for the others' threads to
+    yield."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -456,7 +457,9 @@ def _approximate(index: SearchIndex, scope: Scope, query: str, *, depth: int, pa
     return _ranked(index, ordered, cosines, depth=depth, details=details, database_key=key, fetch=fetch)
 
 
-def _checked(name: str, proposed: list[tuple[uuid.UUID, float]], depth: int, since: datetime, where: str, params: dict):
+def _checked(
+    name: str, proposed: list[tuple[uuid.UUID, float]], depth: int, since: datetime, where: str, params: dict
+) -> tuple[list[tuple], int]:
     """(`vectors.read_checked`'s rows for the candidates `proposed`, best first, how many of them
     count toward `depth`): the first FIRST_CHECKED x `depth` candidates, and the rest only when
     fewer than `depth` of those are in the scope with the vector they were scored on (one embedded
@@ -470,9 +473,11 @@ def _checked(name: str, proposed: list[tuple[uuid.UUID, float]], depth: int, sin
 
     first = max(depth, math.ceil(FIRST_CHECKED * depth))
     rows = vectors.read_checked(name, [pk for pk, _ in proposed[:first]], since, where, params)
-    if counted(rows) < depth and len(proposed) > first:
+    found = counted(rows)
+    if found < depth and len(proposed) > first:
         rows += vectors.read_checked(name, [pk for pk, _ in proposed[first:]], since, where, params)
-    return rows, counted(rows)
+        found = counted(rows)
+    return rows, found
 
 
 def _exact(index: SearchIndex, scope: Scope, query: str, *, depth: int) -> Similarity:
