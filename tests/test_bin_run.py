@@ -19,6 +19,11 @@ import pytest
 from tests.demo_run import DemoRun
 from tests.processes import ROOT, wait_for
 
+# The lexical demo, for the tests of starting, stopping and restarting: the semantic extra's demo (its
+# index built at the first start, its model loaded in every process) is tests/test_bin_run_semantic.py's,
+# and loading the model in three processes at each start would make these tests minutes longer.
+LEXICAL = {"SEMANTIC_AUTO_INDEX": "false", "SEMANTIC_LOAD_AT_START": "false"}
+
 NOISE = [
     "Traceback",
     "SIGKILL",
@@ -34,7 +39,7 @@ NOISE = [
 
 @pytest.mark.worker
 def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_cleanly_on_ctrl_c(tmp_path):
-    demo = DemoRun(tmp_path, JOB_EXPIRE_INTERVAL="1")  # set in beat's environment: pins the expire job to 1 s
+    demo = DemoRun(tmp_path, JOB_EXPIRE_INTERVAL="1", **LEXICAL)  # JOB_EXPIRE_INTERVAL, in beat's environment, pins expire to 1 s
     try:
         demo.start()
         database = sqlite3.connect(tmp_path / "var" / "db.sqlite3", timeout=10)
@@ -102,7 +107,7 @@ NOTE = {
 
 @pytest.mark.worker
 def test_a_restart_keeps_the_demo_and_prints_the_same_tokens_and_reset_starts_a_fresh_demo(tmp_path):
-    demo = DemoRun(tmp_path)
+    demo = DemoRun(tmp_path, **LEXICAL)
     try:
         demo.start()
         first = dict(demo.exports)
