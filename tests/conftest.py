@@ -3,6 +3,7 @@ services, plus a builder for valid write bodies."""
 
 import importlib
 import itertools
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from django.test.utils import override_settings
 from memory.actors import REVIEWERS_GROUP, Actor
 from memory.models import Agent, AgentCredential, MemoryKind, Tenant
 from memory.provenance import failures as signature_failures
+from memory.search import ann
 from memory.services import memory_write
 
 _counter = itertools.count(1)
@@ -37,6 +39,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if marker and connection.vendor != vendor:
             reason = marker.kwargs.get("reason")
             pytest.skip(f"{vendor} only: {reason}" if reason else f"{vendor} only")
+
+
+@pytest.fixture(autouse=True)
+def short_fresh_margin(monkeypatch) -> None:
+    """A semantic build waits until its newest vector is FRESH_MARGIN old (5 s: for writes not yet
+    committed) before it reads its snapshot (`memory.search.ann._settle`); a test's vectors were
+    all committed before its build, so the same rule at a quarter of a second spares each build of
+    the suite five seconds of sleep. Tests of the margin itself set their own."""
+    monkeypatch.setattr(ann, "FRESH_MARGIN", timedelta(milliseconds=250))
 
 
 @pytest.fixture(autouse=True)
