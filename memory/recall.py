@@ -313,15 +313,17 @@ def fill_budget(
     both fill alike."""
     remaining = q.token_budget
     # The first batch is what a full answer needs (most recalls load nothing more); later ones are
-    # larger, since rows are being skipped.
-    batch_size = q.limit
+    # larger, since rows are being skipped. With a token budget some rows are skipped as a rule (the
+    # budget, not the limit, ends most answers), so the first batch is the larger size already.
+    later = max(2 * q.limit, 20)
+    batch_size = q.limit if remaining is None else later
     # With a budget nearly spent, every later row may be skipped: look no further than SCAN_DEPTH
     # rows per requested item, not through the whole scope (a 100,000-record scope took a minute).
     examined, depth = 0, SCAN_DEPTH * q.limit
     while len(result.items) < q.limit and examined < depth and (remaining is None or remaining > 0):
         batch: list[Ranked] = list(islice(rows, min(batch_size, depth - examined)))
         examined += len(batch)
-        batch_size = max(2 * q.limit, 20)
+        batch_size = later
         if not batch:
             break
         kept = [row for row in batch if row.relevance is None or row.relevance >= floor]

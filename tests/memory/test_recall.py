@@ -500,6 +500,22 @@ def test_recall_runs_a_fixed_number_of_queries_whatever_the_scope_size(write, cr
     assert len(result.items) == 20
 
 
+def test_a_token_budget_that_skips_rows_is_filled_from_one_load(write, credential, monkeypatch):
+    """With a budget the first batch is the larger one: the rows the budget skips are made up from
+    the same load, not from a second round trip."""
+    from django.db.models.query import QuerySet
+
+    for n in range(12):
+        write(content=f"Coast note {n} " + "about the coast road " * (60 if n % 2 else 1))
+    loads = []
+    in_bulk = QuerySet.in_bulk
+    monkeypatch.setattr(QuerySet, "in_bulk", lambda self, ids, **kw: loads.append(len(ids)) or in_bulk(self, ids, **kw))
+    q = RecallQuery(query="coast", purpose="support", limit=5, token_budget=250, min_relevance=0)
+    result = recall(credential=credential, q=q)
+    assert result.omitted_for_budget > 0 and len(result.items) == 5  # the long notes skipped, short ones fill it
+    assert loads == [12]  # every ranked row in one load (more than the limit, fewer than the batch)
+
+
 def test_a_spent_budget_stops_the_scan_instead_of_reading_the_whole_scope(write, credential, django_assert_max_num_queries):
     from memory.recall import SCAN_DEPTH
 
