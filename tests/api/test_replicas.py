@@ -97,9 +97,24 @@ def test_an_agent_reads_its_own_write_at_once(replica, agent_client, api_write):
     assert _ranked_on(on_replica)
 
 
+@pytest.fixture(params=["synchronous", "asynchronous"])
+def commits(request, replica):
+    """How the primary's commits return: after their log is written (the default), or at once with
+    `synchronous_commit` off (a server's, a role's or a transaction's setting), when a commit can
+    return before its record reaches the log's write position."""
+    if request.param == "asynchronous":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO off")
+    yield request.param
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit")
+
+
 @on_standby
 @pytest.mark.django_db(transaction=True, databases="__all__")
-def test_a_forget_that_returned_is_never_served_by_the_lagging_replica(replica, write, agent_client, tenant, reviewer_actor):
+def test_a_forget_that_returned_is_never_served_by_the_lagging_replica(
+    replica, commits, write, agent_client, tenant, reviewer_actor
+):
     _warm(agent_client)
     forgotten = write(subject="customer/initech", content="Initech's buyer is Bill, call before noon.")
     kept = write(subject="customer/acme", content="Acme's buyer is Jane, call before noon.")

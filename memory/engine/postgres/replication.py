@@ -9,23 +9,28 @@ from typing import Any
 import psycopg
 from django.db import connections
 
+# A primary's position in its log: where its next record goes, past every committed transaction's.
+_POSITION = "pg_current_wal_insert_lsn()"
+
 
 def wal_position(using: str) -> int:
-    """The primary's current write position: every transaction committed before this call lies
-    at or before it."""
+    """The primary's current insert position: every transaction committed before this call lies
+    at or before it. Not the write position (`pg_current_wal_lsn`): with `synchronous_commit`
+    off (a server's, a role's or a transaction's setting) a commit returns once its record is
+    inserted, before it is written, and a fence at the write position would let a standby that
+    has not replayed the commit serve what it removed."""
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")
+        cursor.execute(f"SELECT ({_POSITION} - '0/0'::pg_lsn)::bigint")
         return int(cursor.fetchone()[0])
 
 
 def replayed_position(using: str) -> int | None:
     """How far the standby `using` names has replayed the primary's log (what its reads can see);
-    a server that is not in recovery answers its own write position. None: it has replayed
-    nothing yet."""
+    a server that is not in recovery answers its own insert position (it sees every commit). None:
+    it has replayed nothing yet."""
     with connections[using].cursor() as cursor:
         cursor.execute(
-            "SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END"
-            " - '0/0'::pg_lsn)::bigint"
+            f"SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE {_POSITION} END - '0/0'::pg_lsn)::bigint"
         )
         value = cursor.fetchone()[0]
     return None if value is None else int(value)
@@ -42,7 +47,7 @@ def standby_status(using: str, *, primary_position: int, timeout: float) -> dict
     with psycopg.connect(**params) as conn:
         row = conn.execute(
             "SELECT pg_is_in_recovery(), (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()"
-            " ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint,"
+            f" ELSE {_POSITION} END - '0/0'::pg_lsn)::bigint,"
             " extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8"
         ).fetchone()
     recovering, replayed, age = row if row is not None else (False, None, None)
