@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> None:
             def keep(row, features, rows=rows):
                 rows.append({"turn": turns[row.record_id], "parts": row.parts, "features": features})
 
-            ranked = run(case, replace(base, min_relevance=NO_FLOOR), keep)
-            order = {turns[row.record_id]: i for i, row in enumerate(ranked)}
+            returned = run(case, replace(base, min_relevance=NO_FLOOR), keep)
+            order = {turns[row.record_id]: i for i, row in enumerate(returned)}
             for row in rows:
                 row["rank"] = order.get(row["turn"])
             dumped.append(
