@@ -20,7 +20,7 @@ from tests.demo_run import DemoRun
 from tests.processes import ROOT, wait_for
 
 # The lexical demo, for the tests of starting, stopping and restarting: the semantic extra's demo (its
-# index built at the first start, its model loaded in every process) is tests/test_bin_run_semantic.py's,
+# index built at the first start, its model loaded in every process) is tests/test_readme_examples.py's,
 # and loading the model in three processes at each start would make these tests minutes longer.
 LEXICAL = {"SEMANTIC_AUTO_INDEX": "false", "SEMANTIC_LOAD_AT_START": "false"}
 

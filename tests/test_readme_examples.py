@@ -9,11 +9,20 @@ The blocks are parsed from the pages themselves, so a new example is tested with
 file. A block is an API example when it runs `curl`; other blocks (install, manage.py, cron, Python,
 JSON, YAML) are not. An API block that must not run says so on the line before it:
 `<!-- readme-example: not run, <why> -->`.
+
+The demo is `bin/run` with the `semantic` extra installed (as in this venv), and one start of it serves
+this module's tests, in their order (a start costs half a minute: the index built through the gates,
+the model loaded in the web and worker processes): first what the start promises, that it builds
+its semantic index before it starts, that its web and worker processes load the model at start
+(gunicorn's master and Celery's main process load it, their children run it) and that recall is
+hybrid from the first request, as /health/ and the index list say; then the examples; then that
+Ctrl-C still stops everything cleanly.
 """
 
 import json
 import re
 import subprocess
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +31,7 @@ import pytest
 
 from tests.demo_run import DemoRun
 from tests.processes import ROOT
+from tests.test_bin_run import NOISE, call
 
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -171,47 +181,95 @@ def test_the_readme_and_the_api_page_have_examples_to_run():
     assert examples[ROOT / "docs" / "api.md"], "no API example found in docs/api.md"
 
 
-@pytest.mark.worker
-def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_demo(tmp_path):
-    examples = api_examples()
-    demo = DemoRun(tmp_path)
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """`bin/run` as a new user starts it (the semantic extra installed), for this module's tests."""
+    demo = DemoRun(tmp_path_factory.mktemp("demo"))
     try:
         demo.start()
-        acme_before = active_acme_ids(demo)
-        assert acme_before
-
-        run_examples(demo, examples, tmp_path, "first pass")
-        written = records_in_the_tenant(demo)
-        run_examples(demo, examples, tmp_path, "second pass")
-        # Replayed writes carry the same Idempotency-Key under the same token: nothing is written twice.
-        assert records_in_the_tenant(demo) == written
-
-        # The demo survives its examples: no record of its main subject was forgotten, retired or
-        # superseded, recall still finds them, and the agent's token still works.
-        assert acme_before <= active_acme_ids(demo)
-        recall = urllib.request.Request(
-            demo.exports["API"] + "/recall/",
-            method="POST",
-            data=json.dumps(
-                {
-                    "query": "does acme prefer email or phone",
-                    "purpose": "support",
-                    "subject": "customer/acme",
-                    "limit": 10,
-                    "token_budget": 800,
-                }
-            ).encode(),
-            headers={"Authorization": f"Bearer {demo.exports['TOKEN']}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(recall, timeout=30) as response:
-            items = json.load(response)["items"]
-        assert {item["id"] for item in items} & acme_before
-        # What the README's tour says of this recall (its step 4): the preference its step 1 wrote,
-        # then the demo's, both matching the question's words.
-        assert [item["content"] for item in items[:2]] == [
-            "Prefers email over phone.",
-            "Prefers email over phone for routine updates.",
-        ]
-        assert all(item["score_parts"]["lexical"] > 0 for item in items[:2])
+        yield demo
     finally:
         demo.kill()
+
+
+@pytest.mark.worker
+def test_the_demo_serves_hybrid_recall_from_its_first_request_with_the_model_loaded_at_start(demo):
+    output = demo.output()
+    assert "Building the semantic index" in output and "Recall is hybrid" in output, output[-6000:]
+    # Each web worker says so once it has run the model, which may be a moment after the
+    # server answers its first request on a loaded machine.
+    deadline = time.monotonic() + 120
+    while demo.output().count("semantic model ready") < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    output = demo.output()
+    assert "web    | " in output and output.count("semantic model ready") == 2, output[-6000:]  # each web worker
+    assert "semantic model loaded for the processes forked from this one" in output
+
+    status, found, _ = call(
+        demo,
+        "POST",
+        "/recall/",
+        demo.exports["TOKEN"],
+        {"query": "how does acme want to be contacted", "purpose": "support", "subject": "customer/acme", "min_relevance": 0},
+    )
+    assert status == 200 and found["items"] and "semantic" in found["items"][0]["score_parts"], found
+
+    with urllib.request.urlopen(f"{demo.base}/health/", timeout=10) as response:
+        serving = json.load(response)["recall"]
+    assert serving["serving"] == "hybrid" and serving["model_loaded"] is True and serving["reason"] is None
+    status, indexes, _ = call(demo, "GET", "/indexes/", demo.exports["REVIEWER"])
+    semantic = [entry for entry in indexes if entry["kind"] == "semantic"]
+    assert status == 200 and len(semantic) == 1 and semantic[0]["serving"] and semantic[0]["model_loaded"]
+    assert semantic[0]["promotion"]["passed"] is True  # through the gates, with the demo's golden questions
+
+
+@pytest.mark.worker
+def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_demo(demo, tmp_path):
+    examples = api_examples()
+    acme_before = active_acme_ids(demo)
+    assert acme_before
+
+    run_examples(demo, examples, tmp_path, "first pass")
+    written = records_in_the_tenant(demo)
+    run_examples(demo, examples, tmp_path, "second pass")
+    # Replayed writes carry the same Idempotency-Key under the same token: nothing is written twice.
+    assert records_in_the_tenant(demo) == written
+
+    # The demo survives its examples: no record of its main subject was forgotten, retired or
+    # superseded, recall still finds them, and the agent's token still works.
+    assert acme_before <= active_acme_ids(demo)
+    recall = urllib.request.Request(
+        demo.exports["API"] + "/recall/",
+        method="POST",
+        data=json.dumps(
+            {
+                "query": "does acme prefer email or phone",
+                "purpose": "support",
+                "subject": "customer/acme",
+                "limit": 10,
+                "token_budget": 800,
+            }
+        ).encode(),
+        headers={"Authorization": f"Bearer {demo.exports['TOKEN']}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(recall, timeout=30) as response:
+        items = json.load(response)["items"]
+    assert {item["id"] for item in items} & acme_before
+    # What the README's tour says of this recall (its step 4): the preference its step 1 wrote,
+    # then the demo's, both matching the question's words.
+    assert [item["content"] for item in items[:2]] == [
+        "Prefers email over phone.",
+        "Prefers email over phone for routine updates.",
+    ]
+    assert all(item["score_parts"]["lexical"] > 0 for item in items[:2])
+
+
+@pytest.mark.worker
+def test_ctrl_c_stops_the_semantic_demo_cleanly(demo):
+    status = demo.interrupt()
+    output = demo.output()
+    assert status == 0, output[-6000:]
+    for name in ("web", "worker", "beat"):
+        assert f"{name} stopped (exit status 0)" in output, output[-6000:]
+    found_noise = [noise for noise in NOISE if noise in output]
+    assert not found_noise, f"{found_noise} in:\n{output[-8000:]}"
