@@ -66,7 +66,7 @@ from memory.search import IndexKind, fusion, semantic
 from memory.search.build import serving_index
 from memory.search.models import IndexStatus, SearchIndex
 from memory.search.periods import named_periods, strip_periods
-from memory.search.ranking import Ranked
+from memory.search.ranking import Ranked, common_words
 from memory.search.rerank import ListedRecords, Settings
 from memory.selectors import records_in_scope
 
@@ -364,7 +364,10 @@ def recall_as_of(*, agent: Agent, q: RecallQuery, at: datetime, now: datetime | 
     semantic_without = 0
     fused = None
     if semantic_index is not None:
-        found = similarity_at(semantic_index, scope, ranked.rows, by_id, q.query)
+        common = common_words(
+            index, q.query, analysed=ranked.analysed, idfs=ranked.idfs, records=ranked.records, share=settings.common_share
+        )
+        found = similarity_at(semantic_index, scope, ranked.rows, by_id, semantic.query_text(q.query, common))
         if found.similarity.top:
             fused = fusion.Fusion(ordered, found.similarity, now=at)
             ordered = iter(fused)

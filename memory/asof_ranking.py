@@ -39,13 +39,15 @@ class AsOfRanking:
     # text that matches a term -> its idf in the collection then (as `Ranking.idfs`: the second
     # stage's relevance reads the query's weight from it)
     idfs: dict[str, float] = field(default_factory=dict)
+    analysed: list[tuple[str, str]] = field(default_factory=list)  # the query's (term, text that matches it)
+    records: int = 0  # the collection's records (N)
 
 
 def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, timely: Callable[[Any], bool]) -> AsOfRanking:
     """`rows` (history rows: the collection) ranked for `query`; only those `timely` accepts (the
     scope's predicate, `Scope.admits`)."""
     analysed = analyse_query(index, query)
-    ranking = AsOfRanking(terms=[term for term, _ in analysed])
+    ranking = AsOfRanking(terms=[term for term, _ in analysed], analysed=analysed, records=len(rows))
     if not rows:
         return ranking
     words = [word for _, word in analysed]

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 from django.db import DatabaseError, connection
@@ -51,6 +51,7 @@ from memory.search.ranking import (  # noqa: F401  (re-exported: the weights are
     RECENCY_HALF_LIFE_DAYS,
     Ranked,
     rank,
+    reading,
 )
 from memory.search.rerank import Query, Records, ScopedRecords, Settings, rerank
 from memory.selectors import records_in_scope
@@ -253,7 +254,13 @@ def _fill(
     result = RecallResult(index=index.name, terms=ranking.terms)
     fused = None
     if semantic_index is not None:
-        similarity = semantic.similar(semantic_index, scope, q.query, depth=fusion.DEPTH)
+        # The lexical pool is read first (fusion reads it anyway): which of the query's words are
+        # common in the scope is known once the rows are, and the semantic index is asked without them.
+        with reading(fusion.DEPTH):
+            head = list(islice(rows, fusion.DEPTH))
+        rows = chain(head, rows)
+        text = semantic.query_text(q.query, ranking.common_words(q.query, settings.common_share))
+        similarity = semantic.similar(semantic_index, scope, text, depth=fusion.DEPTH)
         if similarity.top:
             fused = fusion.Fusion(rows, similarity, now=scope.now)
             rows = iter(fused)

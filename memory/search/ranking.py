@@ -31,8 +31,9 @@ no longer beats its bound. How each database cuts it is said there; the result i
 
 import heapq
 import math
+import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ RECENCY_HALF_LIFE_DAYS = 30.0
 RECENCY_MAX = 1.0
 PARTS = ("lexical", "authority", "confidence", "recency")
 MAX_QUERY_TERMS = 32
+WORD = re.compile(r"[^\W_]+")  # a word, as the engines split a query (letters and digits)
+# A word counts as common (`common_words`) only in a collection of at least this many records that
+# holds it: in a handful of notes, a word in a fifth of them may be the very one asked about.
+COMMON_MIN_RECORDS = 20
 FIRST_FETCH = 50  # rows a stream reads at first; it reads 4x more each time a consumer goes deeper
 # Added to every bound: a score and its bound are sums of the same parts in another order, so in
 # floating point a score can come out a few ulps above the bound it equals.
@@ -215,6 +220,10 @@ class Ranking:
         the rows are read, or for a query without terms."""
         return sum(self.idfs.values())
 
+    def common_words(self, query: str, share: float) -> frozenset[str]:
+        """`common_words` of `query` in the scope, once rows have been read."""
+        return common_words(self.index, query, analysed=self.analysed, idfs=self.idfs, records=self.scope_size, share=share)
+
     def __iter__(self) -> Iterator[Ranked]:
         engine = current().ranking
         words = [word for _, word in self.analysed]
@@ -226,6 +235,31 @@ class Ranking:
         )
         present = [Term(word, df, max_tf) for word, (df, max_tf) in zip(words, frequencies, strict=True) if df is None or df > 0]
         yield from merge(engine.sources(self.index, self.scope, stats, present, counted=self.idfs.update))
+
+
+def common_words(
+    index: SearchIndex, query: str, *, analysed: Iterable[tuple[str, str]], idfs: Mapping[str, float], records: int, share: float
+) -> frozenset[str]:
+    """The words of `query` (lower-cased, as WORD splits it) that tell no record of the collection
+    from another: each of the terms the index makes of it is in at least `share` of its `records`
+    and in at least COMMON_MIN_RECORDS of them (`idfs`: text that matches a term -> its idf, known
+    once the rows are read; `analysed`: the query's (term, text) pairs). In a conversation these
+    are its speakers' names, which open every turn. Lexical ranking weighs them by their idf; an
+    embedding cannot, and in a short turn a name is most of what the model sees, so the semantic
+    index is asked without them (`memory.search.semantic.query_text`). Empty when `share` is 0 or
+    the collection is smaller than COMMON_MIN_RECORDS."""
+    if share <= 0 or records < COMMON_MIN_RECORDS:
+        return frozenset()
+    ceiling = idf(records, max(COMMON_MIN_RECORDS, math.ceil(share * records)))
+    common_texts = {text for text, value in idfs.items() if value <= ceiling}
+    if not common_texts:
+        return frozenset()
+    common_terms = {term for term, text in analysed if text in common_texts}
+    words = list(dict.fromkeys(WORD.findall(query.lower())))
+    analyses = current().ranking.word_terms(index.recipe, words)
+    return frozenset(
+        word for word, terms in zip(words, analyses, strict=True) if terms and all(term in common_terms for term in terms)
+    )
 
 
 def rank(index: SearchIndex, scope: Scope, query: str) -> Ranking:

@@ -21,6 +21,9 @@ of the recall evaluation (`bench/recall_eval/fit.py`), since the lexical index s
   query.
 - `brevity_weight` (0 to 1; 0: off): what a short turn of a session (an acknowledgement such as
   "Wow, nice!") loses, as a share of the best match, by how short it is.
+- `semantic_common_share` (0 to 1; 0: off): the query's words found in at least this share of the
+  scope's records (and in at least 20 of them) are left out of what the semantic index embeds
+  (`memory.search.ranking.common_words`): in a conversation, its speakers' names.
 - `relevance`: the calibration of each item's `relevance`, per mode ("lexical", "hybrid"): a
   logistic function's bias and one weight per feature (coverage, cosine, neighbour); and
   `min_relevance`, the floor a recall applies unless it names its own, per mode (0 to 1; one number
@@ -76,10 +79,11 @@ SECOND_STAGE_DEFAULTS: dict[str, Any] = {
     "time_weight": 0.3,
     "brevity_weight": 0.2,
     "strip_periods": False,
-    "min_relevance": {"lexical": 0.0025, "hybrid": 0.0002},
+    "semantic_common_share": 0.25,
+    "min_relevance": {"lexical": 0.0026, "hybrid": 0.0048},
     "relevance": {
-        "lexical": {"bias": -6.046, "coverage": 8.2, "neighbour": 4.412},
-        "hybrid": {"bias": -11.229, "coverage": 5.909, "cosine": 11.231, "neighbour": 5.066},
+        "lexical": {"bias": -6.036, "coverage": 8.181, "neighbour": 4.416},
+        "hybrid": {"bias": -8.819, "coverage": 1.522, "cosine": 16.254, "neighbour": 4.715},
     },
 }
 LEXICAL_DEFAULTS: dict[str, Any] = {**BM25_DEFAULTS, **SECOND_STAGE_DEFAULTS}
@@ -90,6 +94,7 @@ BOUNDS = {
     "neighbour_weight": (0.0, 1.0),
     "time_weight": (0.0, 2.0),
     "brevity_weight": (0.0, 1.0),
+    "semantic_common_share": (0.0, 1.0),
 }
 INTEGER_BOUNDS = {"rerank_depth": (1, 500), "neighbour_window": (0, 5)}
 RELEVANCE_MODES = ("lexical", "hybrid")

@@ -242,6 +242,7 @@ class Settings:
     time_weight: float
     brevity_weight: float
     strip_periods: bool
+    common_share: float  # the semantic query leaves out words this common in the scope (`semantic_common_share`)
     min_relevance: Mapping[str, float]  # the default floor per mode
     relevance: Mapping[str, Mapping[str, float]]
 
@@ -255,6 +256,7 @@ class Settings:
             time_weight=float(found["time_weight"]),
             brevity_weight=float(found["brevity_weight"]),
             strip_periods=bool(found["strip_periods"]),
+            common_share=float(found["semantic_common_share"]),
             min_relevance=_floors(found["min_relevance"]),
             relevance=found["relevance"],
         )

@@ -40,10 +40,11 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -196,6 +197,23 @@ def _set_threads() -> None:
 @functools.lru_cache(maxsize=1024)
 def _query_vector(text: str) -> bytes:
     return embed([text])[0].tobytes()
+
+
+# A word with a possessive 's after it (both go together: "Maya's" leaves no stray "'s").
+_WORD_AND_POSSESSIVE = re.compile(r"([^\W_]+)(?:['\u2019]s(?![^\W_]))?")
+
+
+def query_text(query: str, common: Collection[str]) -> str:
+    """What the semantic index embeds for `query`: the query without its `common` words (lower-cased;
+    `memory.search.ranking.common_words`: in a conversation, its speakers' names), each left out
+    where it stands as a whole word, with a possessive 's after it. "What is Maya's profession?"
+    asked of Maya's conversation is embedded as "What is profession?": with the name in, the
+    turns nearest the query were her shortest ones ("Maya: I totally get that."), which are mostly
+    her name. The query as it is when nothing but common words (or none) would be left."""
+    if not common:
+        return query
+    text = " ".join(_WORD_AND_POSSESSIVE.sub(lambda m: "" if m.group(1).lower() in common else m.group(0), query).split())
+    return text if _WORD_AND_POSSESSIVE.search(text) else query
 
 
 def query_vector(text: str):

@@ -122,6 +122,24 @@ def terms(recipe: dict, text: str) -> list[tuple[str, str]]:
     return [(lexeme, lexeme) for (lexeme,) in rows if lexeme not in drop]
 
 
+def word_terms(recipe: dict, words: Sequence[str]) -> list[list[str]]:
+    """Each of `words` analysed alone, as `terms` would store it (its lexemes; none for a stop
+    word), in one statement."""
+    if not words:
+        return []
+    rows = fetch(
+        "SELECT u.n, t.lexeme FROM unnest(%(words)s::text[]) WITH ORDINALITY AS u(w, n) "
+        "CROSS JOIN LATERAL unnest(to_tsvector(%(config)s::regconfig, u.w)) AS t ORDER BY u.n, t.lexeme",
+        {"config": recipe["analyser"]["postgresql"], "words": list(words)},
+    )
+    drop = stop_words(recipe) if recipe["analyser"]["postgresql"] == "simple" else frozenset()
+    found: list[list[str]] = [[] for _ in words]
+    for n, lexeme in rows:
+        if lexeme not in drop:
+            found[int(n) - 1].append(lexeme)
+    return found
+
+
 def collection(index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int | None, int | None]]]:
     """The scope's statistics and, per word, (df, highest tf), in one statement: N, avgdl and the
     priors' bound from the statistics table; across a purpose df from the terms table; within a

@@ -80,6 +80,16 @@ def terms(recipe: dict, text: str) -> list[tuple[str, str]]:
     return list(kept.items())
 
 
+def word_terms(recipe: dict, words: Sequence[str]) -> list[list[str]]:
+    """Each of `words` (as `terms` splits a text) analysed alone, as `terms` would store it: its
+    stems, as one term; none for a stop word."""
+    drop = stop_words(recipe)
+    lowered = [word.lower() for word in words]
+    kept = [word for word in lowered if word not in drop]
+    stems = dict(zip(kept, fts5_tokens(recipe["analyser"]["sqlite"], kept), strict=True)) if kept else {}
+    return [[" ".join(stems[word])] if stems.get(word) else [] for word in lowered]
+
+
 def collection(index: SearchIndex, scope: Scope, words: list[str]) -> tuple[Statistics, list[tuple[int | None, int | None]]]:
     """The scope's statistics and, per word, (df, None): FTS5 keeps no bound on tf."""
     frequencies = _document_frequencies(index, scope, words) if words else []
