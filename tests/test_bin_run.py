@@ -69,7 +69,12 @@ def test_bin_run_starts_without_noise_runs_beat_from_the_database_and_stops_clea
         status = demo.interrupt()
     finally:
         demo.kill()
-    output = demo.output()
+    assert_stopped_cleanly(status, demo.output())
+
+
+def assert_stopped_cleanly(status: int, output: str) -> None:
+    """`bin/run` exited 0 after Ctrl-C, each of its processes stopped with status 0, and its
+    output holds none of the NOISE a broken stop leaves."""
     assert status == 0, output[-6000:]
     for name in ("web", "worker", "beat"):
         assert f"{name} stopped (exit status 0)" in output, output[-6000:]

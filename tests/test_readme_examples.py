@@ -31,7 +31,7 @@ import pytest
 
 from tests.demo_run import DemoRun
 from tests.processes import ROOT
-from tests.test_bin_run import NOISE, call
+from tests.test_bin_run import assert_stopped_cleanly, call
 
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
@@ -266,10 +266,4 @@ def test_every_api_example_of_readme_and_docs_runs_as_written_twice_against_one_
 
 @pytest.mark.worker
 def test_ctrl_c_stops_the_semantic_demo_cleanly(demo):
-    status = demo.interrupt()
-    output = demo.output()
-    assert status == 0, output[-6000:]
-    for name in ("web", "worker", "beat"):
-        assert f"{name} stopped (exit status 0)" in output, output[-6000:]
-    found_noise = [noise for noise in NOISE if noise in output]
-    assert not found_noise, f"{found_noise} in:\n{output[-8000:]}"
+    assert_stopped_cleanly(demo.interrupt(), demo.output())

@@ -174,6 +174,8 @@ def test_an_index_stored_before_the_second_stage_reads_its_defaults():
         ({"relevance": {"lexical": {"coverage": 1}}}, "relevance"),
         ({"relevance": {"other": {}}}, "relevance"),
         ({"rerank_depth": 0}, "rerank_depth"),
+        ({"semantic_common_share": 1.5}, "semantic_common_share"),
+        ({"semantic_common_share": "half"}, "semantic_common_share"),
     ],
 )
 def test_bad_second_stage_keys_are_refused(keys, field):
