@@ -254,12 +254,14 @@ def _fill(
     result = RecallResult(index=index.name, terms=ranking.terms)
     fused = None
     if semantic_index is not None:
-        # The lexical pool is read first (fusion reads it anyway): which of the query's words are
-        # common in the scope is known once the rows are, and the semantic index is asked without them.
-        with reading(fusion.DEPTH):
-            head = list(islice(rows, fusion.DEPTH))
-        rows = chain(head, rows)
-        text = semantic.query_text(q.query, ranking.common_words(q.query, settings.common_share))
+        text = q.query
+        if settings.common_share > 0:
+            # The lexical pool is read first (fusion reads it anyway): which of the query's words are
+            # common in the scope is known once the rows are, and the semantic index is asked without them.
+            with reading(fusion.DEPTH):
+                head = list(islice(rows, fusion.DEPTH))
+            rows = chain(head, rows)
+            text = semantic.query_text(q.query, ranking.common_words(q.query, settings.common_share))
         similarity = semantic.similar(semantic_index, scope, text, depth=fusion.DEPTH)
         if similarity.top:
             fused = fusion.Fusion(rows, similarity, now=scope.now)

@@ -246,8 +246,9 @@ def common_words(
     once the rows are read; `analysed`: the query's (term, text) pairs). In a conversation these
     are its speakers' names, which open every turn. Lexical ranking weighs them by their idf; an
     embedding cannot, and in a short turn a name is most of what the model sees, so the semantic
-    index is asked without them (`memory.search.semantic.query_text`). Empty when `share` is 0 or
-    the collection is smaller than COMMON_MIN_RECORDS."""
+    index is asked without them (`memory.search.semantic.query_text`). Empty when `share` is 0, the
+    collection is smaller than COMMON_MIN_RECORDS, or no other word of the query has terms (only
+    stop words would be left to embed)."""
     if share <= 0 or records < COMMON_MIN_RECORDS:
         return frozenset()
     ceiling = idf(records, max(COMMON_MIN_RECORDS, math.ceil(share * records)))
@@ -255,11 +256,13 @@ def common_words(
     if not common_texts:
         return frozenset()
     common_terms = {term for term, text in analysed if text in common_texts}
-    words = list(dict.fromkeys(WORD.findall(query.lower())))
+    words = list(dict.fromkeys(word.lower() for word in WORD.findall(query)))
     analyses = current().ranking.word_terms(index.recipe, words)
-    return frozenset(
+    common = frozenset(
         word for word, terms in zip(words, analyses, strict=True) if terms and all(term in common_terms for term in terms)
     )
+    # Nothing but stop words would be left ("Who is Maya?"): the query is asked as it is.
+    return common if any(terms and word not in common for word, terms in zip(words, analyses, strict=True)) else frozenset()
 
 
 def rank(index: SearchIndex, scope: Scope, query: str) -> Ranking:

@@ -72,6 +72,7 @@ def test_words_in_a_share_of_the_scope_are_common_and_rarer_ones_are_not(credent
     assert _common(credential, "Is Maya a nurse?") == {"maya"}
     assert _common(credential, "Is Maya a nurse?", share=0) == frozenset()
     assert _common(credential, "Is a nurse?") == frozenset()
+    assert _common(credential, "Who is Maya?") == frozenset()  # only stop words would be left
 
 
 def test_in_a_small_scope_no_word_is_common(credential, write):
