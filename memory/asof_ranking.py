@@ -34,20 +34,23 @@ EMBED_LIMIT = 256  # distinct contents as-of recall embeds itself per request (t
 
 @dataclass
 class AsOfRanking:
-    terms: list[str]
+    analysed: list[tuple[str, str]]  # the query's (term as stored, text that matches it)
     rows: list[Ranked] = field(default_factory=list)
     # text that matches a term -> its idf in the collection then (as `Ranking.idfs`: the second
     # stage's relevance reads the query's weight from it)
     idfs: dict[str, float] = field(default_factory=dict)
-    analysed: list[tuple[str, str]] = field(default_factory=list)  # the query's (term, text that matches it)
     records: int = 0  # the collection's records (N)
+
+    @property
+    def terms(self) -> list[str]:
+        return [term for term, _ in self.analysed]
 
 
 def rank_rows(index: SearchIndex, rows: Sequence, query: str, *, now: datetime, timely: Callable[[Any], bool]) -> AsOfRanking:
     """`rows` (history rows: the collection) ranked for `query`; only those `timely` accepts (the
     scope's predicate, `Scope.admits`)."""
     analysed = analyse_query(index, query)
-    ranking = AsOfRanking(terms=[term for term, _ in analysed], analysed=analysed, records=len(rows))
+    ranking = AsOfRanking(analysed=analysed, records=len(rows))
     if not rows:
         return ranking
     words = [word for _, word in analysed]

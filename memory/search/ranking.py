@@ -257,12 +257,12 @@ def common_words(
         return frozenset()
     common_terms = {term for term, text in analysed if text in common_texts}
     words = list(dict.fromkeys(word.lower() for word in WORD.findall(query)))
-    analyses = current().ranking.word_terms(index.recipe, words)
-    common = frozenset(
-        word for word, terms in zip(words, analyses, strict=True) if terms and all(term in common_terms for term in terms)
-    )
+    analysed_words = [
+        (word, terms) for word, terms in zip(words, current().ranking.word_terms(index.recipe, words), strict=True) if terms
+    ]
+    common = frozenset(word for word, terms in analysed_words if set(terms) <= common_terms)
     # Nothing but stop words would be left ("Who is Maya?"): the query is asked as it is.
-    return common if any(terms and word not in common for word, terms in zip(words, analyses, strict=True)) else frozenset()
+    return common if len(common) < len(analysed_words) else frozenset()
 
 
 def rank(index: SearchIndex, scope: Scope, query: str) -> Ranking:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -29,7 +28,7 @@ from memory.engine.sqlite._fts5 import fts5_scratch, fts5_tokens, fts_phrase
 from memory.engine.sqlite._sequences import sequence_window as sequence_window
 from memory.scope import Scope
 from memory.search.models import SearchIndex
-from memory.search.ranking import RECENCY_HALF_LIFE_DAYS, Ranked, Source, Statistics, Term, idf, paged, prior_bound
+from memory.search.ranking import RECENCY_HALF_LIFE_DAYS, WORD, Ranked, Source, Statistics, Term, idf, paged, prior_bound
 from memory.search.recipes import stop_words
 
 RECENCY = f"power(0.5, max(0.0, julianday(%(now)s) - julianday(d.confirmed_at)) / {RECENCY_HALF_LIFE_DAYS!r})"
@@ -70,7 +69,7 @@ def terms(recipe: dict, text: str) -> list[tuple[str, str]]:
     words go first (before stemming, as PostgreSQL does); the rest are stemmed by the index's own
     tokenizer (`fts5_tokens`), and each distinct stem is kept once."""
     drop = stop_words(recipe)
-    words = list(dict.fromkeys(w for w in re.findall(r"[^\W_]+", text.lower()) if w not in drop))
+    words = list(dict.fromkeys(w for w in WORD.findall(text.lower()) if w not in drop))
     if not words:
         return []
     kept: dict[str, str] = {}  # stem(s) -> the first word with them (the stemmer is not idempotent)
