@@ -306,9 +306,13 @@ MEMORY_DRIFT_BATCH = env_int("MEMORY_DRIFT_BATCH", 20)
 # worker process at start, so that no request waits for it (docs/operations.md).
 SEMANTIC_AUTO_INDEX = env_bool("SEMANTIC_AUTO_INDEX", True)
 SEMANTIC_LOAD_AT_START = env_bool("SEMANTIC_LOAD_AT_START", True)
-# Threads the model runs on in each process (torch's intra-op pool): a web worker embeds one query at
-# a time, and processes that each spread their embedding over every core wait on one another.
+# Threads the model runs on in each process (its ONNX Runtime session's, and the vector scans'): a web
+# worker embeds one query at a time, and processes that each spread their embedding over every core
+# wait on one another.
 SEMANTIC_MODEL_THREADS = max(1, env_int("SEMANTIC_MODEL_THREADS", 1))
+# The model's graph, exported from the installed package once (memory.search.encoder): a cache that
+# holds no memory; every process on the machine reads the same file.
+SEMANTIC_MODEL_DIR = env_str("SEMANTIC_MODEL_DIR", str(VAR_DIR / "models"))
 # A semantic index's approximate nearest-neighbour files (memory.search.ann): a cache, rebuilt from
 # the database; every process on the machine maps the same files.
 SEMANTIC_ANN_DIR = env_str("SEMANTIC_ANN_DIR", str(VAR_DIR / "ann"))

