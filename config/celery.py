@@ -4,10 +4,10 @@ database, where admins edit it, and beat reads it with django-celery-beat's data
 
 With the `semantic` extra installed, a worker (never beat) also prepares semantic recall when it
 starts (docs/operations.md):
-- the main process makes sure the model's graph is exported (SEMANTIC_LOAD_AT_START;
-  `memory.search.semantic.load_model`), so the pool processes it forks do not each wait for an
-  export; each pool process then loads the model and runs it once (`warm_up`), so the first task
-  that embeds does not wait for it;
+- the main process loads the model without running it (SEMANTIC_LOAD_AT_START;
+  `memory.search.semantic.load_model`), so the pool processes it forks inherit it and share its
+  memory pages; each pool process then runs it once (`warm_up`), so the first task that embeds
+  does not wait for it;
 - once the worker is ready, it queues the build of the semantic index when none was ever built
   (SEMANTIC_AUTO_INDEX; `memory.tasks.request_semantic_index`: built, gated and promoted like any
   other index).
@@ -65,7 +65,7 @@ def _load_at_start() -> bool:
 
 @worker_init.connect(dispatch_uid="config-celery-semantic-load")
 def _load_semantic_model(**kwargs) -> None:
-    """The worker's main process, before it forks its pool: the model's graph exported, nothing run."""
+    """The worker's main process, before it forks its pool: load the model, never run it."""
     if _load_at_start():
         from memory.search import semantic
 

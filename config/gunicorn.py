@@ -3,12 +3,11 @@ Procfile's `web`; its command line sets the bind address, workers and threads).
 
 With the `semantic` extra installed (and SEMANTIC_LOAD_AT_START on, the default), every web worker
 holds the semantic model before it takes its first request, so no recall waits for the model:
-- `preload_app`: the master loads the app (its objects frozen out of the garbage collector, so the
-  workers share those pages), and makes sure the model's graph is exported (`when_ready`;
-  `memory.search.semantic.load_model`), before it forks the workers: one export, not one per
-  worker. It loads no model session itself (ONNX Runtime does not say one survives a fork).
-- `post_worker_init`: each worker loads the model and runs it once (`warm_up`) before it accepts
-  requests.
+- `preload_app`: the master loads the app, then the model (`when_ready`), without running it,
+  before it forks the workers; they inherit it and share its memory pages (copy on write) instead
+  of each loading its own copy. The master never runs the model, so the fork catches none of its
+  work mid-way (`memory.search.semantic.load_model`).
+- `post_worker_init`: each worker runs the model once (`warm_up`) before it accepts requests.
 One model per process, shared by its threads. Without the extra, or with SEMANTIC_LOAD_AT_START
 off, none of this happens and each worker loads the app itself, as before.
 

@@ -203,7 +203,7 @@ def test_the_demo_serves_hybrid_recall_from_its_first_request_with_the_model_loa
         time.sleep(0.5)
     output = demo.output()
     assert "web    | " in output and output.count("semantic model ready") == 2, output[-6000:]  # each web worker
-    assert "semantic model graph ready for the processes forked from this one" in output
+    assert "semantic model loaded for the processes forked from this one" in output
 
     status, found, _ = call(
         demo,

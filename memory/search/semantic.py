@@ -160,7 +160,6 @@ def _load():
         with _model.lock:
             if _model.encoder is None:
                 try:
-                    _set_threads()
                     _model.encoder = encoder.load(graph_path(), threads=settings.SEMANTIC_MODEL_THREADS)
                 except Exception as exc:
                     _model.error = type(exc).__name__
@@ -174,15 +173,18 @@ def embed(texts: list[str]):
 
     if not texts:
         return np.zeros((0, DIMS), dtype=np.float32)
-    found = _load()(list(texts), batch_size=EMBED_BATCH)
+    model = _load()
+    if not _model.ran:
+        _set_threads()
     _model.ran = True
-    return found
+    return model(list(texts), batch_size=EMBED_BATCH)
 
 
 def _set_threads() -> None:
     """Run the vector scans' BLAS (numpy) and faiss's searches (`memory.search.ann`, OpenMP) on
     SEMANTIC_MODEL_THREADS threads in this process, as the model's session is (`encoder.Encoder`);
-    set in the process that loads the model, never in a parent that forks the serving processes.
+    set in the process that runs the model, before its first run, never in a parent that forks the
+    serving processes.
     They spread one short query over every core by default, and on a machine whose cores are shared
     by several workers, each waits for the others' threads to yield."""
     from threadpoolctl import threadpool_limits
@@ -228,28 +230,25 @@ def model_loaded() -> bool:
 
 
 def load_model() -> bool:
-    """Make sure the model's graph is exported (`memory.search.encoder`), in a process that forks the
-    ones that serve (gunicorn's master with `preload_app`, Celery's main process), so that they
-    find it and load it at once rather than wait for one export each; and freeze the objects made
-    so far (`gc.freeze`), so that the children's garbage collector does not copy their pages. It
-    loads no session here: ONNX Runtime does not say its sessions survive a fork, so each child
-    loads its own (`warm_up`). Returns whether the graph is ready. Never raises: a failed export is
-    recorded (`unavailable_reason`) and recall stays lexical."""
+    """Load the model into this process without running it, for a process that forks the ones that
+    serve (gunicorn's master with `preload_app`, Celery's main process): its children inherit the
+    session and share its memory pages (with the objects made so far frozen, `gc.freeze`, so that
+    the children's garbage collector does not copy them), and the graph is exported once, here
+    (`memory.search.encoder`), not once per child. The session has no threads of its own (it runs
+    in the caller's thread, `SEMANTIC_MODEL_THREADS` being 1 by default), and nothing here runs it,
+    so no thread or lock of it is caught mid-way by the fork; a process that has run the model
+    loads nothing more here and says so. Returns whether the model is loaded. Never raises: a
+    failed load is recorded (`unavailable_reason`) and recall stays lexical."""
     if extra_missing() is not None:
         return False
-    started = time.monotonic()
-    try:
-        encoder.ensure_graph(graph_path())
-    except Exception as exc:
-        _model.error = type(exc).__name__
-        logger.exception("semantic model's graph could not be exported; recall is lexical")
-        return False
-    logger.info(
-        "semantic model graph ready for the processes forked from this one",
-        extra={"seconds": round(time.monotonic() - started, 2)},
-    )
+    if _model.ran:
+        logger.warning("semantic model already run in this process: not loading it for children to share")
+        return model_loaded()
+    loaded = _load_logged("semantic model loaded for the processes forked from this one")
+    # The objects made so far (the app's and the model's) leave the garbage collector's care: a
+    # child's collections would otherwise write to each of them and copy their pages.
     gc.freeze()
-    return True
+    return loaded
 
 
 def warm_up() -> bool:

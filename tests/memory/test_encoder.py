@@ -75,6 +75,7 @@ def test_a_graph_that_does_not_load_is_exported_again_and_checked(tmp_path):
 def test_a_graph_that_cannot_be_written_leaves_recall_lexical_and_says_why(tmp_path, settings, monkeypatch):
     (tmp_path / "a-file").write_text("")
     settings.SEMANTIC_MODEL_DIR = str(tmp_path / "a-file" / "models")  # no directory can be made there
-    monkeypatch.setattr(semantic._model, "error", None)
+    for name, value in (("error", None), ("encoder", None), ("ran", False)):  # a process that has not loaded it
+        monkeypatch.setattr(semantic._model, name, value)
     assert semantic.load_model() is False
     assert semantic.unavailable_reason() is not None and "failed to load" in semantic.unavailable_reason()

@@ -180,7 +180,7 @@ def test_a_worker_started_with_the_extra_builds_the_semantic_index_through_the_g
             index = SearchIndex.objects.get(kind=IndexKind.SEMANTIC)
             assert index.name == AUTO_SEMANTIC_NAME and index.inputs["records"] == 1
             assert "promotion" in index.report  # it went through the gates
-            assert "semantic model graph ready for the processes forked from this one" in stack.logs(tail=None)
+            assert "semantic model loaded for the processes forked from this one" in stack.logs(tail=None)
     finally:
         stack.stop_all()
         from memory.search import storage
@@ -188,7 +188,7 @@ def test_a_worker_started_with_the_extra_builds_the_semantic_index_through_the_g
         storage.drop_storage_except(())  # the flush after this test leaves the index's own tables
 
 
-def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_process_that_loads_it(monkeypatch, settings):
+def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_process_that_runs_it(monkeypatch, settings):
     from threadpoolctl import threadpool_info, threadpool_limits
 
     def blas_threads() -> set[int]:
@@ -196,7 +196,7 @@ def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_pro
 
     faiss = ann.faiss_module()
     before = faiss.omp_get_max_threads()
-    monkeypatch.setattr(semantic._model, "encoder", None)  # as in a freshly forked worker
+    monkeypatch.setattr(semantic._model, "ran", False)  # as in a freshly forked worker
     faiss.omp_set_num_threads(2)
     with threadpool_limits(limits=2, user_api="blas"):
         assert blas_threads() == {2}
