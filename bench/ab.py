@@ -47,7 +47,7 @@ def compare(sides: dict[str, Server], token: str, asked: list[str], n: int) -> d
 def compare_classes(sides: dict[str, Server], token: str, plan: dict[str, list[str]]) -> dict:
     """{query class and scope: {side: [seconds per request]}}: `bench.recall_latency`'s requests,
     each sent to both sides in alternating order."""
-    from bench.recall_latency import SUBJECTS
+    from bench.recall_latency import request_body
 
     times: dict = {}
     names = list(sides)
@@ -56,9 +56,7 @@ def compare_classes(sides: dict[str, Server], token: str, plan: dict[str, list[s
             key = f"{label}, {'purpose-wide' if scope == 'purpose' else 'subject-scoped'}"
             times[key] = {name: [] for name in names}
             for i, text in enumerate(texts):
-                body = {"query": text, "purpose": "support", "limit": 10, "token_budget": 800}
-                if scope == "subject":
-                    body["subject"] = f"subject/{i % SUBJECTS}"
+                body = request_body(text, scope, i)
                 for name in names if i % 2 == 0 else names[::-1]:
                     status, payload, seconds = post_json(sides[name].base + "/api/v1/recall/", token, body)
                     assert status == 200, (name, status, payload)

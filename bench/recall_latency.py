@@ -302,6 +302,16 @@ def prepare_semantic(dsn: str, *, keep: bool = False) -> dict:
     return {"build_seconds": round(time.perf_counter() - started, 1), "index": index_summary(index)}
 
 
+def request_body(text: str, scope: str, i: int) -> dict:
+    """The recall request for the `i`th query of a class, purpose-wide or subject-scoped. No floor
+    (`min_relevance` 0): the synthetic vectors are near no real query's embedding, and at the default
+    hybrid floor recall would return nothing and skip loading and rendering the items it measures."""
+    body = {"query": text, "purpose": "support", "limit": 10, "token_budget": 800, "min_relevance": 0}
+    if scope == "subject":
+        body["subject"] = f"subject/{i % SUBJECTS}"
+    return body
+
+
 def measure(dsn: str, n: int, *, hybrid: bool = False) -> dict:
     token = (
         manage(dsn, "issue_agent_token", "--tenant", "bench-recall", "--agent", "agent-0", "--purposes", "support")
@@ -331,10 +341,7 @@ def measure(dsn: str, n: int, *, hybrid: bool = False) -> dict:
             for scope in ("purpose", "subject"):
                 timings, matched = [], []
                 for i, text in enumerate(texts):
-                    body = {"query": text, "purpose": "support", "limit": 10, "token_budget": 800}
-                    if scope == "subject":
-                        body["subject"] = f"subject/{i % SUBJECTS}"
-                    status, payload, seconds = post_json(server.base + "/api/v1/recall/", token, body)
+                    status, payload, seconds = post_json(server.base + "/api/v1/recall/", token, request_body(text, scope, i))
                     assert status == 200, (status, payload)
                     timings.append(seconds)
                     matched.append(len(payload["items"]))
