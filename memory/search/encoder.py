@@ -75,6 +75,11 @@ class Encoder:
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3  # errors only
+        # No memory arena: it keeps the most a run ever needed (a batch of long texts: about 1 GB
+        # more, for good, in a worker that builds an index), and a query's run is as fast without.
+        options.enable_cpu_mem_arena = False
+        # Threads past the caller's sleep between runs rather than spin: the cores are shared.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def __call__(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
@@ -109,15 +114,28 @@ class Encoder:
 
 def load(path: Path, *, threads: int = 1) -> Encoder:
     """The encoder over the graph at `path`, exported first if it is not there, or exported again
-    once if the file there does not load."""
+    once if the file there is not a graph ONNX Runtime can load (and no other process has replaced
+    it meanwhile)."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail, InvalidGraph, InvalidProtobuf
+
     ensure_graph(path)
+    tried = _identity(path)
     try:
         return Encoder(path, threads=threads)
-    except Exception:
+    except (InvalidProtobuf, InvalidGraph, Fail):
         with _locked(path):
-            path.unlink(missing_ok=True)
+            if _identity(path) == tried:
+                path.unlink(missing_ok=True)
         ensure_graph(path)
         return Encoder(path, threads=threads)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    return (found.st_ino, found.st_mtime_ns)
 
 
 def ensure_graph(path: Path) -> Path:
@@ -127,6 +145,8 @@ def ensure_graph(path: Path) -> Path:
         return path
     with _locked(path):
         if not path.exists():
+            for left in path.parent.glob(path.name + ".*.part"):  # an export killed mid-way (a timeout, the OOM killer)
+                left.unlink(missing_ok=True)
             done = subprocess.run(
                 [sys.executable, "-I", __file__, str(path)],  # this file alone: no Django, no app
                 capture_output=True,

@@ -20,11 +20,11 @@ stays lexical, and the index list says why (`unavailable_reason`).
   pending rows, so a lost message is made good by the next one. A build (`build_storage`) embeds
   every row, chunk by chunk.
 - The model, one per process for all its threads, is loaded when the process starts, so no
-  request waits for it: a parent that forks the serving processes makes sure its graph is
-  exported (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process,
-  config/celery.py), and each serving process loads it and runs it once (`warm_up`). A process
-  that did neither loads it on its first embedding. `serving_report` says what answers recall in
-  this process (/health/).
+  request waits for it: a parent that forks the serving processes loads it without running it
+  (`load_model`: gunicorn's master, config/gunicorn.py; Celery's main process, config/celery.py),
+  and each serving process runs it once (`warm_up`). A process that did neither loads it on its
+  first embedding; one whose load failed (or whose parent's did) does not try again, and recall
+  stays lexical. `serving_report` says what answers recall in this process (/health/).
 - Ranking (`similar`): the scope's records most similar to the query, under the same hard filters
   as the lexical index (the one `memory.scope.Scope`, rendered by the database's engine). Within
   one subject, or in a tenant without an approximate partition, every vector of the scope is read
@@ -159,6 +159,8 @@ def _load():
     if _model.encoder is None:
         with _model.lock:
             if _model.encoder is None:
+                if _model.error is not None:  # failed here, or in the parent this process was forked from
+                    raise RuntimeError(f"the semantic model failed to load ({_model.error}); the process must restart")
                 try:
                     _model.encoder = encoder.load(graph_path(), threads=settings.SEMANTIC_MODEL_THREADS)
                 except Exception as exc:
@@ -181,8 +183,9 @@ def embed(texts: list[str]):
 
 
 def _set_threads() -> None:
-    """Run the vector scans' BLAS (numpy) and faiss's searches (`memory.search.ann`, OpenMP) on
-    SEMANTIC_MODEL_THREADS threads in this process, as the model's session is (`encoder.Encoder`);
+    """Run the vector scans' BLAS (numpy) and faiss's searches (`memory.search.ann`, OpenMP: this
+    thread's setting; a search sets it in its own thread too) on SEMANTIC_MODEL_THREADS threads in
+    this process, as the model's session is (`encoder.Encoder`);
     set in the process that runs the model, before its first run, never in a parent that forks the
     serving processes.
     They spread one short query over every core by default, and on a machine whose cores are shared
@@ -234,16 +237,27 @@ def load_model() -> bool:
     serve (gunicorn's master with `preload_app`, Celery's main process): its children inherit the
     session and share its memory pages (with the objects made so far frozen, `gc.freeze`, so that
     the children's garbage collector does not copy them), and the graph is exported once, here
-    (`memory.search.encoder`), not once per child. The session has no threads of its own (it runs
-    in the caller's thread, `SEMANTIC_MODEL_THREADS` being 1 by default), and nothing here runs it,
-    so no thread or lock of it is caught mid-way by the fork; a process that has run the model
-    loads nothing more here and says so. Returns whether the model is loaded. Never raises: a
+    (`memory.search.encoder`), not once per child. With `SEMANTIC_MODEL_THREADS` 1 (the default)
+    the session has no threads of its own (it runs in the caller's), and nothing here runs it, so
+    no thread or lock of it is caught mid-way by the fork; with more, the threads would not survive
+    the fork, so only the graph is made ready here and each child loads its own session. A process
+    that has run the model loads nothing more here and says so. Returns whether the model is loaded. Never raises: a
     failed load is recorded (`unavailable_reason`) and recall stays lexical."""
     if extra_missing() is not None:
         return False
     if _model.ran:
         logger.warning("semantic model already run in this process: not loading it for children to share")
         return model_loaded()
+    if settings.SEMANTIC_MODEL_THREADS > 1:
+        # A session with threads of its own would lose them in the fork: the children load their own.
+        try:
+            encoder.ensure_graph(graph_path())
+        except Exception as exc:
+            _model.error = type(exc).__name__
+            logger.exception("semantic model failed to load; recall is lexical in this process")
+            return False
+        gc.freeze()
+        return True
     loaded = _load_logged("semantic model loaded for the processes forked from this one")
     # The objects made so far (the app's and the model's) leave the garbage collector's care: a
     # child's collections would otherwise write to each of them and copy their pages.

@@ -63,7 +63,8 @@ def test_a_process_that_serves_runs_the_model_without_torch(tmp_path):
 def test_a_graph_that_does_not_load_is_exported_again_and_checked(tmp_path):
     path = tmp_path / "models" / "model.onnx"
     path.parent.mkdir()
-    path.write_bytes(b"half a file")  # what a crash mid-write without the rename would have left
+    path.write_bytes(b"half a file")  # not a graph ONNX Runtime can load
+    (path.parent / "model.onnx.x1y2.part").write_bytes(b"an export killed mid-way")
     loaded = encoder.load(path)
     assert path.stat().st_size > 10_000_000 and path.stat().st_mode & 0o444 == 0o444
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.onnx", "model.onnx.lock"]  # nothing half-written left
@@ -77,5 +78,10 @@ def test_a_graph_that_cannot_be_written_leaves_recall_lexical_and_says_why(tmp_p
     settings.SEMANTIC_MODEL_DIR = str(tmp_path / "a-file" / "models")  # no directory can be made there
     for name, value in (("error", None), ("encoder", None), ("ran", False)):  # a process that has not loaded it
         monkeypatch.setattr(semantic._model, name, value)
+    monkeypatch.setattr(semantic.gc, "freeze", lambda: None)  # not this test process's objects
     assert semantic.load_model() is False
     assert semantic.unavailable_reason() is not None and "failed to load" in semantic.unavailable_reason()
+    # a process forked from this one (a web worker, a pool process) does not try the export again
+    settings.SEMANTIC_MODEL_DIR = str(tmp_path / "models")
+    assert semantic.warm_up() is False
+    assert not (tmp_path / "models").exists()

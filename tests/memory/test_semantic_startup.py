@@ -189,6 +189,11 @@ def test_a_worker_started_with_the_extra_builds_the_semantic_index_through_the_g
 
 
 def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_process_that_runs_it(monkeypatch, settings):
+    import threading
+    import uuid
+    from datetime import UTC, datetime
+
+    import numpy as np
     from threadpoolctl import threadpool_info, threadpool_limits
 
     def blas_threads() -> set[int]:
@@ -196,18 +201,46 @@ def test_the_model_and_the_vector_scans_run_on_the_configured_threads_in_the_pro
 
     faiss = ann.faiss_module()
     before = faiss.omp_get_max_threads()
-    monkeypatch.setattr(semantic._model, "ran", False)  # as in a freshly forked worker
+    # as in a freshly forked worker that has not loaded the model
+    monkeypatch.setattr(semantic._model, "ran", False)
+    monkeypatch.setattr(semantic._model, "encoder", None)
+    settings.SEMANTIC_MODEL_THREADS = 2
+    assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
+    assert semantic._model.encoder.session.get_session_options().intra_op_num_threads == 2
+    monkeypatch.setattr(semantic._model, "ran", False)
     faiss.omp_set_num_threads(2)
     with threadpool_limits(limits=2, user_api="blas"):
         assert blas_threads() == {2}
         settings.SEMANTIC_MODEL_THREADS = 1
         try:
-            assert semantic.embed(["how does acme want to be contacted"]).shape == (1, semantic.DIMS)
-            # the model's own session; numpy's BLAS, which scores a table's vectors; faiss's, which
-            # searches a partition (on two threads one query took 40 ms, on one 6 ms)
-            assert semantic._model.encoder.session.get_session_options().intra_op_num_threads == 1
-            assert blas_threads() == {1}
-            assert faiss.omp_get_max_threads() == 1
+            semantic.embed(["how does acme want to be contacted"])
+            assert blas_threads() == {1}  # numpy's BLAS, which scores a table's vectors
             assert semantic._model.ran
+            # faiss's OpenMP setting is each thread's own: a search in another thread (a web
+            # worker's request thread) runs on the configured threads too (on two threads one query
+            # took 40 ms, on one 6 ms)
+            vectors = np.eye(4, semantic.DIMS, dtype=np.float32)
+            index = faiss.IndexHNSWFlat(semantic.DIMS, 8, faiss.METRIC_INNER_PRODUCT)
+            index.add(vectors)
+            partition = ann.Partition(
+                index=index,
+                ids=b"".join(uuid.uuid4().bytes for _ in range(4)),
+                snapshot=datetime.now(UTC),
+                count=4,
+                ef_search=16,
+                stamp=(0, 0),
+                scan_up_to=10,
+            )
+            seen = {}
+
+            def request() -> None:
+                faiss.omp_set_num_threads(2)  # what a new thread may start with
+                seen["found"] = partition.search(vectors[1], 2)
+                seen["threads"] = faiss.omp_get_max_threads()
+
+            thread = threading.Thread(target=request)
+            thread.start()
+            thread.join()
+            assert seen["threads"] == 1 and len(seen["found"]) == 2 and seen["found"][0][1] > 0.99
         finally:
             faiss.omp_set_num_threads(before)
