@@ -85,15 +85,15 @@ class Encoder:
     def __call__(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
         import numpy as np
 
-        found = np.zeros((len(texts), 0), dtype=np.float32)
-        # Longest first, as sentence-transformers batches, so that a batch pads to lengths alike.
+        # Longest first, as sentence-transformers batches, so that a batch pads to lengths alike;
+        # then each row back in its text's place.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            vectors = self._run([texts[i] for i in batch])
-            if found.shape[1] == 0:
-                found = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-            found[batch] = vectors
+        batches = [self._run([texts[i] for i in order[start : start + batch_size]]) for start in range(0, len(order), batch_size)]
+        if not batches:
+            return np.zeros((0, 0), dtype=np.float32)
+        ranked = np.concatenate(batches)
+        found = np.empty_like(ranked)
+        found[order] = ranked
         return found
 
     def _run(self, texts: list[str]) -> Any:
